@@ -1,0 +1,337 @@
+"""The `edgetok` command: files and stdin in, ids / text / counts out. Calls only edgetok's
+Python API; every failure becomes one line on stderr and a non-zero exit status."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import IO, BinaryIO, Iterator
+
+import click
+
+import edgetok
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class Failure(click.ClickException):
+    """An expected failure: printed as 'edgetok: error: ...', exit status 1."""
+
+    def show(self, file: IO[str] | None = None) -> None:
+        click.echo(f"edgetok: error: {self.message}", err=True)
+
+
+def load_encoding(encoding: str, model: str | None) -> "edgetok.Encoding":
+    try:
+        if model:
+            return edgetok.load(model)
+        return edgetok.get_encoding(encoding)
+    except FileNotFoundError:
+        raise Failure(f"{model}: no such file") from None
+    except (ValueError, OSError) as e:
+        raise Failure(str(e)) from None
+
+
+def model_options(f):  # type: ignore[no-untyped-def]
+    f = click.option("-m", "--model", metavar="PATH",
+                     help="An .etok model or a tiktoken vocabulary file (instead of --encoding).")(f)
+    f = click.option("-e", "--encoding", default="cl100k_base", show_default=True,
+                     help="Built-in encoding (see `edgetok info --list`).")(f)
+    return f
+
+
+def open_input(path: str) -> BinaryIO:
+    if path == "-":
+        return sys.stdin.buffer
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise Failure(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise Failure(f"{path}: is a directory") from None
+    except OSError as e:
+        raise Failure(f"{path}: {e.strerror}") from None
+
+
+def text_chunks(path: str, errors: str) -> Iterator[str]:
+    from edgetok.stream import InvalidUTF8, read_text
+
+    f = open_input(path)
+    name = "<stdin>" if path == "-" else path
+    chunk = int(os.environ.get("EDGETOK_CHUNK", 1 << 20))
+    try:
+        yield from read_text(f, errors, chunk)
+    except InvalidUTF8 as e:
+        raise Failure(f"{name}: {e} (use --errors replace to substitute U+FFFD)") from None
+    except OSError as e:
+        raise Failure(f"{name}: {e.strerror or e}") from None
+    finally:
+        if f is not sys.stdin.buffer:
+            f.close()
+
+
+def special_policy(allow: bool, as_text: bool) -> tuple[object, object]:
+    """(allowed_special, disallowed_special) for the --allow-special / --special-as-text flags."""
+    if allow and as_text:
+        raise click.UsageError("--allow-special and --special-as-text exclude each other")
+    return ("all" if allow else frozenset()), (() if as_text else "all")
+
+
+def token_text(b: bytes) -> str:
+    """A token's bytes, printable: JSON string escapes, invalid UTF-8 as \\xNN."""
+    s = b.decode("utf-8", "backslashreplace")
+    return json.dumps(s, ensure_ascii=False)[1:-1].replace("\\\\x", "\\x")
+
+
+@click.group(context_settings=CONTEXT)
+@click.version_option(edgetok.__version__, prog_name="edgetok")
+def main() -> None:
+    """Exact, fast tokenizer for language models (the ids tiktoken gives, much faster).
+
+    \b
+    Examples:
+      echo "Hello world" | edgetok encode          ids, cl100k_base by default
+      edgetok encode notes.txt --format json
+      edgetok decode ids.txt                       ids back to text
+      edgetok count docs/*.md                      tokens per file, like wc
+      edgetok bench                                measure this machine
+    """
+
+
+SPECIAL_HELP = ("Encode special tokens such as <|endoftext|> as their ids (by default such text "
+                "is an error, as in tiktoken).")
+TEXT_HELP = "Treat text like <|endoftext|> as ordinary text (tiktoken's disallowed_special=())."
+ERRORS_HELP = "On invalid UTF-8: stop with an error (strict), or substitute U+FFFD (replace)."
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("file", default="-")
+@model_options
+@click.option("-f", "--format", "fmt", type=click.Choice(["ids", "json", "tokens"]), default="ids",
+              show_default=True, help="ids: space-separated; json: a JSON list; tokens: one "
+              "line per token with its id and bytes.")
+@click.option("--allow-special", is_flag=True, help=SPECIAL_HELP)
+@click.option("--special-as-text", is_flag=True, help=TEXT_HELP)
+@click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict",
+              show_default=True, help=ERRORS_HELP)
+def encode(file: str, encoding: str, model: str | None, fmt: str, allow_special: bool,
+           special_as_text: bool, errors: str) -> None:
+    """Print the token ids of FILE (default: stdin).
+
+    Large inputs stream with bounded memory and give the same ids as encoding the whole text.
+
+    \b
+    Examples:
+      echo "Hello world" | edgetok encode
+      edgetok encode book.txt --format json > ids.json
+      edgetok encode prompt.txt --allow-special --format tokens
+    """
+    from edgetok.stream import encode_stream
+
+    enc = load_encoding(encoding, model)
+    out = sys.stdout
+    allowed, disallowed = special_policy(allow_special, special_as_text)
+    first = True
+    if fmt == "json":
+        out.write("[")
+    try:
+        for ids in encode_stream(enc, text_chunks(file, errors), allowed_special=allowed,
+                                 disallowed_special=disallowed):
+            assert isinstance(ids, list)
+            if fmt == "tokens":
+                out.write("".join(f"{i}\t{token_text(enc.decode_single_token_bytes(i))}\n"
+                                  for i in ids))
+                continue
+            sep = ", " if fmt == "json" else " "
+            out.write(("" if first else sep) + sep.join(map(str, ids)))
+            first = False
+    except ValueError as e:  # a disallowed special token
+        out.write("\n")
+        msg = str(e).split("\n")[0]
+        raise Failure(f"{msg} Use --allow-special to encode it as a special token, or --special-as-text.") from None
+    if fmt == "json":
+        out.write("]\n")
+    elif fmt == "ids" and not first:
+        out.write("\n")
+
+
+def read_ids(path: str) -> Iterator[list[int]]:
+    """Ids from a file or stdin: integers separated by whitespace and/or commas, optionally
+    inside JSON brackets; yielded in batches as they are read."""
+    f = open_input(path)
+    name = "<stdin>" if path == "-" else path
+    rest = b""
+    while True:
+        data = f.read1(1 << 16) if hasattr(f, "read1") else f.read(1 << 16)
+        buf = rest + data
+        if data:
+            cut = max(buf.rfind(c) for c in (b" ", b"\n", b",", b"\t", b"]"))
+            buf, rest = (buf[: cut + 1], buf[cut + 1:]) if cut >= 0 else (b"", buf)
+        words = buf.replace(b",", b" ").replace(b"[", b" ").replace(b"]", b" ").split()
+        try:
+            ids = [int(w) for w in words]
+        except ValueError:
+            bad = next(w for w in words if not w.lstrip(b"-").isdigit())
+            raise Failure(f"{name}: not a token id: {bad.decode(errors='replace')!r}") from None
+        if ids:
+            yield ids
+        if not data:
+            return
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("file", default="-")
+@model_options
+@click.option("--errors", type=click.Choice(["replace", "strict"]), default="replace",
+              show_default=True, help="Bytes that are not UTF-8 (ids cut inside a character): "
+              "U+FFFD (replace) or an error (strict).")
+def decode(file: str, encoding: str, model: str | None, errors: str) -> None:
+    """Print the text of the token ids in FILE (default: stdin).
+
+    Ids are separated by spaces, newlines or commas (a JSON list works too). Text is printed
+    as soon as it forms whole characters, so a model's output can be piped through live.
+
+    \b
+    Examples:
+      echo "9906 1917" | edgetok decode
+      edgetok encode notes.txt | edgetok decode
+    """
+    from edgetok.stream import Decoder
+
+    enc = load_encoding(encoding, model)
+    dec = Decoder(enc, errors)
+    out = sys.stdout.buffer
+    for ids in read_ids(file):
+        try:
+            text = dec.feed(ids)
+        except (KeyError, OverflowError):
+            bad = next(i for i in ids if not 0 <= i < 1 << 32 or enc.model.token_bytes(i) is None)
+            raise Failure(f"token id {bad} is not in {enc.name} (ids run from 0 to "
+                          f"{enc.n_vocab - 1}, with gaps)") from None
+        except UnicodeDecodeError as e:
+            raise Failure(f"the ids do not decode to UTF-8: {e.reason}") from None
+        out.write(text.encode())
+        out.flush()
+    out.write(dec.flush().encode())
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("files", nargs=-1)
+@model_options
+@click.option("--allow-special", is_flag=True, help=SPECIAL_HELP)
+@click.option("--special-as-text", is_flag=True, help=TEXT_HELP)
+@click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict",
+              show_default=True, help=ERRORS_HELP)
+def count(files: tuple[str, ...], encoding: str, model: str | None, allow_special: bool,
+          special_as_text: bool, errors: str) -> None:
+    """Count the tokens of each FILE (default: stdin), like wc, with a total for several.
+
+    \b
+    Examples:
+      edgetok count notes.txt
+      edgetok count docs/*.md
+      cat book.txt | edgetok count
+    """
+    from edgetok.stream import encode_stream
+
+    enc = load_encoding(encoding, model)
+    allowed, disallowed = special_policy(allow_special, special_as_text)
+    paths = files or ("-",)
+    total = 0
+    width = 8
+    failed = False
+    for path in paths:
+        try:
+            n = 0
+            for c in encode_stream(enc, text_chunks(path, errors), allowed_special=allowed,
+                                   disallowed_special=disallowed, count_only=True):
+                assert isinstance(c, int)
+                n += c
+        except Failure as e:
+            e.show()
+            failed = True
+            continue
+        except ValueError as e:
+            msg = str(e).split("\n")[0]
+            Failure(f"{path}: {msg} Use --allow-special to count it as a special token, or --special-as-text.").show()
+            failed = True
+            continue
+        total += n
+        click.echo(f"{n:>{width}} {'' if path == '-' else path}".rstrip())
+    if len(paths) > 1:
+        click.echo(f"{total:>{width}} total")
+    if failed:
+        sys.exit(1)
+
+
+@main.command(name="compile", context_settings=CONTEXT)
+@click.argument("vocab")
+@click.option("-o", "--output", required=True, metavar="X.etok", help="The model file to write.")
+@click.option("--special", "specials", multiple=True, metavar="TOKEN=ID",
+              help="A special token and its id (repeatable), e.g. '<|endoftext|>=100257'.")
+def compile_(vocab: str, output: str, specials: tuple[str, ...]) -> None:
+    """Compile a tiktoken vocabulary file (base64 token, rank per line; gzip is fine) into an
+    .etok model, for use with --model on every command and edgetok.load().
+
+    \b
+    Example:
+      edgetok compile my.tiktoken -o my.etok --special '<|endoftext|>=100257'
+      edgetok encode --model my.etok notes.txt
+    """
+    from edgetok.compiler import compile_tiktoken
+
+    spec = {}
+    for s in specials:
+        name, sep, num = s.rpartition("=")
+        if not sep or not name or not num.isdigit():
+            raise Failure(f"--special {s!r}: expected TOKEN=ID")
+        spec[name] = int(num)
+    try:
+        image = compile_tiktoken(vocab, specials=spec)
+    except FileNotFoundError:
+        raise Failure(f"{vocab}: no such file") from None
+    except (ValueError, OSError) as e:
+        raise Failure(str(e)) from None
+    with open(output, "wb") as f:
+        f.write(image)
+    click.echo(f"wrote {output} ({len(image)} bytes)", err=True)
+
+
+@main.command(context_settings=CONTEXT)
+@model_options
+@click.option("--list", "list_", is_flag=True, help="List the built-in encodings.")
+@click.option("--verify", is_flag=True, help="Also verify the model file's checksum.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def info(encoding: str, model: str | None, list_: bool, verify: bool, as_json: bool) -> None:
+    """Describe an encoding and its model file.
+
+    \b
+    Examples:
+      edgetok info
+      edgetok info --model my.etok --verify
+    """
+    if list_:
+        click.echo("\n".join(edgetok.list_encodings()))
+        return
+    enc = load_encoding(encoding, model)
+    m = enc.model
+    d: dict[str, object] = {
+        "name": enc.name, "model": m.source, "n_vocab": enc.n_vocab,
+        "special_tokens": dict(sorted(enc._special_tokens.items(), key=lambda kv: kv[1])),
+        "pretokenizer": f"Peek2 cl100k (regex-free, digit groups of {m.pretok_param})",
+        "pattern": m.pattern, "model_bytes": m.size, "max_token_bytes": m.max_token_len,
+        "memory": m.backing,
+    }
+    if verify:
+        d["checksum"] = "ok" if m.verify() else "MISMATCH"
+    if as_json:
+        click.echo(json.dumps(d, indent=2, ensure_ascii=False))
+    else:
+        for k, v in d.items():
+            click.echo(f"{k + ':':<16} {v}")
+    if verify and d["checksum"] != "ok":
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

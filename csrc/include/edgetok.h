@@ -1,0 +1,155 @@
+/* edgetok.h - the whole public C API of edgetok.
+ *
+ * Conventions: every function returns an et_status (0 = ET_OK) unless it says otherwise;
+ * et_strerror() turns a status into a message. Texts are UTF-8 bytes with explicit lengths
+ * (NUL is an ordinary character). Models are read-only once loaded and may be shared by any
+ * number of threads; a workspace (et_ws) belongs to one thread at a time. Nothing here
+ * allocates on the encode/count/decode paths: the caller owns workspaces and output buffers
+ * and sizes them with the *_size / *_bound functions.
+ */
+#ifndef EDGETOK_H
+#define EDGETOK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    ET_OK = 0,
+    ET_E_IO = 1,        /* the file cannot be opened, read or mapped */
+    ET_E_FORMAT = 2,    /* not an .etok model, or a truncated / inconsistent one */
+    ET_E_VERSION = 3,   /* an .etok model of a format version this build does not read */
+    ET_E_NOMEM = 4,     /* out of memory (loading and compiling only) */
+    ET_E_ARG = 5,       /* an argument is out of its documented range */
+    ET_E_WORKSPACE = 6, /* the workspace is too small for the next piece: see et_ws_need() */
+    ET_E_FULL = 7,      /* the output buffer is full: see the function's bound */
+    ET_E_TOKEN = 8,     /* a token id that the model does not have */
+    ET_E_VOCAB = 9,     /* the vocabulary cannot be compiled (see et_compile_bpe) */
+    ET_E_CHECKSUM = 10  /* the model's checksum does not match its contents */
+} et_status;
+
+/* A static, human-readable message for a status code (never NULL). */
+const char *et_strerror(int status);
+
+/* ---- models ------------------------------------------------------------------------ */
+
+typedef struct et_model et_model;
+
+#define ET_LOAD_HUGEPAGES 1u /* copy the model into huge pages (hugetlb, else THP) if possible */
+#define ET_LOAD_VERIFY    2u /* also verify the checksum (reads the whole file) */
+
+/* Maps an .etok file read-only and validates its header and every section offset and size.
+ * On success *out owns the mapping; release it with et_model_close(). */
+int et_model_open(const char *path, unsigned flags, et_model **out);
+
+/* Same as et_model_open over bytes already in memory (8-byte aligned, kept alive and
+ * unchanged by the caller until et_model_close). */
+int et_model_from_buffer(const void *buf, size_t len, unsigned flags, et_model **out);
+
+/* Releases a model (NULL is fine). No workspace of it may be used afterwards. */
+void et_model_close(et_model *m);
+
+/* Recomputes the checksum over the whole file: ET_OK or ET_E_CHECKSUM. */
+int et_model_verify(const et_model *m);
+
+/* One past the largest token id, ordinary or special (tiktoken's n_vocab). */
+uint32_t et_model_n_vocab(const et_model *m);
+
+/* Number of special tokens; et_model_special() returns the i-th one's id (i < that number). */
+uint32_t et_model_n_specials(const et_model *m);
+uint32_t et_model_special(const et_model *m, uint32_t i);
+
+/* The pretokenizer kind (ET_PRETOK_*) and its parameter (max digits per group for cl100k). */
+#define ET_PRETOK_CL100K 1u
+uint32_t et_model_pretok(const et_model *m, uint32_t *param);
+
+/* How the model's memory is backed: "mmap", "hugetlb", "thp", "heap" or "buffer". */
+const char *et_model_backing(const et_model *m);
+
+/* The pretokenizer's regex, as recorded in the model (for information). */
+const char *et_model_pattern(const et_model *m);
+
+/* Size of the model in bytes, and of its longest token. */
+size_t et_model_size(const et_model *m);
+uint32_t et_model_max_token_len(const et_model *m);
+
+/* The bytes of token id (ordinary or special): *ptr points into the model, valid while it is
+ * loaded. ET_E_TOKEN when the model has no such id. */
+int et_token_bytes(const et_model *m, uint32_t id, const uint8_t **ptr, size_t *len);
+
+/* The id of the ordinary token whose bytes are exactly s[0..len), or ET_E_TOKEN. */
+int et_token_lookup(const et_model *m, const char *s, size_t len, uint32_t *id);
+
+/* ---- workspaces ---------------------------------------------------------------------- */
+
+typedef struct et_ws et_ws;
+
+/* Bytes a workspace needs to encode pieces of up to max_piece bytes (any text whose pieces
+ * are all that short; the whole text length is always enough). */
+size_t et_ws_size(size_t max_piece);
+
+/* Lays a workspace for model m out in caller memory mem[0..size) (8-byte aligned, at least
+ * et_ws_size(0) bytes). Returns NULL if mem is unaligned or too small. */
+et_ws *et_ws_init(const et_model *m, void *mem, size_t size);
+
+/* After ET_E_WORKSPACE: the et_ws_size() argument that the piece which stopped work needs. */
+size_t et_ws_need(const et_ws *ws);
+
+/* ---- encoding ------------------------------------------------------------------------ */
+
+/* Flags for the encode family. */
+#define ET_FINAL 1u /* the text is complete. Without it, work stops at the last cut that no
+                       following text can move, and *consumed says where it is. */
+
+/* Upper bound on the ids that encoding len bytes produces (write at most this many). */
+static inline size_t et_encode_bound(size_t len) { return len; }
+
+/* Encodes text[0..len) as ordinary text (special tokens are not recognised) into out[0..cap).
+ * *n_out = ids written, *consumed = bytes they cover (always a piece boundary). Returns
+ * ET_OK when all of text (ET_FINAL) or all up to the last safe cut was encoded; ET_E_FULL or
+ * ET_E_WORKSPACE when it stopped early: grow that buffer and call again from *consumed.
+ * Invalid UTF-8 never fails: each invalid byte counts as one punctuation character. */
+int et_encode(et_ws *ws, const char *text, size_t len, unsigned flags,
+              uint32_t *out, size_t cap, size_t *n_out, size_t *consumed);
+
+/* Like et_encode, but only counts: *count = number of ids, no output buffer. */
+int et_count(et_ws *ws, const char *text, size_t len, unsigned flags,
+             size_t *count, size_t *consumed);
+
+/* Pretokenizes text[0..len): writes the end offset of each piece to ends[0..cap).
+ * Same flags, stopping rules and *consumed as et_encode; at most len pieces. */
+int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned flags,
+                   size_t *ends, size_t cap, size_t *n_out, size_t *consumed);
+
+/* ---- decoding ------------------------------------------------------------------------ */
+
+/* Total byte length of the tokens ids[0..n). ET_E_TOKEN if one is unknown; then *len is the
+ * index of the first unknown id. */
+int et_decode_len(const et_model *m, const uint32_t *ids, size_t n, size_t *len);
+
+/* Writes the bytes of ids[0..n) to out[0..cap) (cap from et_decode_len); *n_out = bytes.
+ * ET_E_TOKEN as et_decode_len, ET_E_FULL if cap is short (nothing past cap is written). */
+int et_decode(const et_model *m, const uint32_t *ids, size_t n,
+              char *out, size_t cap, size_t *n_out);
+
+/* ---- compiling ----------------------------------------------------------------------- */
+
+/* Builds an .etok BPE model where rank == id (tiktoken files). Token i has bytes
+ * bytes[off[i]..off[i+1]) and id ids[i]; specials likewise (sbytes, soff, sids, ns).
+ * Every single byte must be a token; ids must be unique and < 2^31. pattern is stored for
+ * information. On success *out is a malloc'd image of *out_len bytes (free with et_free). */
+int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, uint32_t n,
+                   const char *sbytes, const uint32_t *soff, const uint32_t *sids, uint32_t ns,
+                   uint32_t pretok, uint32_t pretok_param, const char *pattern,
+                   uint8_t **out, size_t *out_len);
+
+/* Frees memory returned by edgetok (et_compile_bpe). */
+void et_free(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* EDGETOK_H */

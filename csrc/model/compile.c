@@ -1,0 +1,235 @@
+/* Compiling a BPE vocabulary into an .etok image: sort, build the double-array trie, lay out
+ * the sections. Runs once per vocabulary (at package build or `edgetok compile`), so it may
+ * allocate freely; it never runs on the encode path. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+#define FREE ET_NONE
+
+typedef struct {
+    const uint8_t *bytes;
+    const uint32_t *off;
+} tokset;
+
+static int tok_cmp(const tokset *ts, uint32_t a, uint32_t b)
+{
+    size_t la = ts->off[a + 1] - ts->off[a], lb = ts->off[b + 1] - ts->off[b];
+    int c = memcmp(ts->bytes + ts->off[a], ts->bytes + ts->off[b], la < lb ? la : lb);
+    return c ? c : (la > lb) - (la < lb);
+}
+
+/* Bottom-up merge sort of idx[0..n) by token bytes (qsort has no context argument). */
+static int sort_tokens(const tokset *ts, uint32_t *idx, uint32_t n)
+{
+    uint32_t *tmp = malloc((size_t)n * sizeof *tmp + 1);
+    if (!tmp) return ET_E_NOMEM;
+    uint32_t *a = idx, *b = tmp;
+    for (uint32_t w = 1; w < n; w *= 2) {
+        for (uint32_t lo = 0; lo < n; lo += 2 * w) {
+            uint32_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            uint32_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) b[k++] = tok_cmp(ts, a[j], a[i]) < 0 ? a[j++] : a[i++];
+            while (i < mid) b[k++] = a[i++];
+            while (j < hi) b[k++] = a[j++];
+        }
+        uint32_t *t = a; a = b; b = t;
+    }
+    if (a != idx) memcpy(idx, a, (size_t)n * sizeof *idx);
+    free(tmp);
+    return ET_OK;
+}
+
+typedef struct {
+    uint32_t *base, *check, *value;
+    uint32_t cap, used; /* cells allocated; one past the highest used cell */
+} dat;
+
+static int dat_grow(dat *d, uint32_t need)
+{
+    if (need <= d->cap) return ET_OK;
+    uint32_t cap = d->cap ? d->cap : 1024;
+    while (cap < need) cap = cap * 2;
+    uint32_t *b = realloc(d->base, (size_t)cap * 4), *c, *v;
+    if (!b) return ET_E_NOMEM;
+    d->base = b;
+    if (!(c = realloc(d->check, (size_t)cap * 4))) return ET_E_NOMEM;
+    d->check = c;
+    if (!(v = realloc(d->value, (size_t)cap * 4))) return ET_E_NOMEM;
+    d->value = v;
+    for (uint32_t i = d->cap; i < cap; i++) { /* new cells start free */
+        d->base[i] = 0;
+        d->check[i] = FREE;
+        d->value[i] = ET_NONE;
+    }
+    d->cap = cap;
+    return ET_OK;
+}
+
+typedef struct {
+    uint32_t cell, lo, hi, depth;
+} job;
+
+/* Builds the trie of the sorted tokens idx[0..n) (all distinct). */
+static int dat_build(dat *d, const tokset *ts, const uint32_t *idx, const uint32_t *ids,
+                     uint32_t n)
+{
+    job *q = malloc(((size_t)ts->off[n] - ts->off[0] + 2) * sizeof *q); /* at most one job per node */
+    if (!q) return ET_E_NOMEM;
+    size_t qh = 0, qt = 0;
+    uint32_t first_free = 1;
+    int rc = dat_grow(d, 1024);
+    if (rc) goto out;
+    d->check[0] = FREE - 1; /* the root is used, and is nobody's child */
+    d->used = 1;
+    q[qt++] = (job){0, 0, n, 0};
+    while (qh < qt) {
+        job j = q[qh++];
+        uint32_t lo = j.lo;
+        uint32_t len0 = ts->off[idx[lo] + 1] - ts->off[idx[lo]];
+        if (len0 == j.depth) d->value[j.cell] = ids[idx[lo++]];
+        if (lo == j.hi) continue;
+        /* children: runs of equal byte at this depth */
+        uint8_t kids[256];
+        uint32_t starts[257], nk = 0;
+        for (uint32_t i = lo; i < j.hi; i++) {
+            uint8_t c = ts->bytes[ts->off[idx[i]] + j.depth];
+            if (nk == 0 || kids[nk - 1] != c) {
+                kids[nk] = c;
+                starts[nk++] = i;
+            }
+        }
+        starts[nk] = j.hi;
+        /* the first base >= 1 whose cells for all children are free */
+        while (first_free < d->cap && d->check[first_free] != FREE) first_free++;
+        uint32_t b = first_free > kids[0] ? first_free - kids[0] : 1;
+        for (;; b++) {
+            if ((rc = dat_grow(d, b + 256))) goto out;
+            uint32_t k = 0;
+            while (k < nk && d->check[b + kids[k]] == FREE) k++;
+            if (k == nk) break;
+        }
+        d->base[j.cell] = b;
+        for (uint32_t k = 0; k < nk; k++) {
+            uint32_t t = b + kids[k];
+            d->check[t] = j.cell;
+            if (t + 1 > d->used) d->used = t + 1;
+            q[qt++] = (job){t, starts[k], starts[k + 1], j.depth + 1};
+        }
+    }
+out:
+    free(q);
+    return rc;
+}
+
+static size_t align64(size_t x) { return (x + 63u) & ~(size_t)63u; }
+
+int et_compile_bpe(const char *bytes_, const uint32_t *off, const uint32_t *ids, uint32_t n,
+                   const char *sbytes_, const uint32_t *soff, const uint32_t *sids, uint32_t ns,
+                   uint32_t pretok, uint32_t pretok_param, const char *pattern,
+                   uint8_t **out, size_t *out_len)
+{
+    const uint8_t *bytes = (const uint8_t *)bytes_, *sbytes = (const uint8_t *)sbytes_;
+    if (!out || !out_len || !pattern || (n && (!bytes || !off || !ids)) ||
+        (ns && (!sbytes || !soff || !sids)) || n > 0x7FFFFFFFu)
+        return ET_E_ARG;
+    if (pretok != ET_PRETOK_CL100K || pretok_param < 1 || pretok_param > 9) return ET_E_ARG;
+    int rc = ET_OK;
+    uint32_t n_vocab = 0, max_len = 0;
+    uint32_t byteids[256];
+    memset(byteids, 0xFF, sizeof byteids);
+    for (uint32_t i = 0; i < n; i++) {
+        if (off[i + 1] <= off[i] || ids[i] >= 0x7FFFFFFFu) return ET_E_VOCAB;
+        uint32_t l = off[i + 1] - off[i];
+        if (l > max_len) max_len = l;
+        if (ids[i] + 1 > n_vocab) n_vocab = ids[i] + 1;
+        if (l == 1) byteids[bytes[off[i]]] = ids[i];
+    }
+    for (uint32_t i = 0; i < ns; i++) {
+        if (soff[i + 1] <= soff[i] || sids[i] >= 0x7FFFFFFFu) return ET_E_VOCAB;
+        uint32_t l = soff[i + 1] - soff[i];
+        if (l > max_len) max_len = l;
+        if (sids[i] + 1 > n_vocab) n_vocab = sids[i] + 1;
+    }
+    for (int b = 0; b < 256; b++)
+        if (byteids[b] == ET_NONE) return ET_E_VOCAB; /* BPE needs every single byte */
+
+    uint32_t *tokoff = calloc((size_t)n_vocab + 1, 4), *idx = malloc((size_t)n * 4 + 4);
+    dat d = {0};
+    uint8_t *img = NULL;
+    if (!tokoff || !idx) { rc = ET_E_NOMEM; goto done; }
+    /* lengths per id (rejecting duplicate ids), then prefix sums */
+    for (uint32_t i = 0; i < n + ns; i++) {
+        uint32_t id = i < n ? ids[i] : sids[i - n];
+        uint32_t l = i < n ? off[i + 1] - off[i] : soff[i - n + 1] - soff[i - n];
+        if (tokoff[id + 1]) { rc = ET_E_VOCAB; goto done; }
+        tokoff[id + 1] = l;
+    }
+    for (uint32_t i = 0; i < n_vocab; i++) {
+        if ((uint64_t)tokoff[i] + tokoff[i + 1] > 0xFFFFFFFFu) { rc = ET_E_VOCAB; goto done; }
+        tokoff[i + 1] += tokoff[i];
+    }
+    size_t blob_size = tokoff[n_vocab];
+
+    tokset ts = {bytes, off};
+    for (uint32_t i = 0; i < n; i++) idx[i] = i;
+    if ((rc = sort_tokens(&ts, idx, n))) goto done;
+    for (uint32_t i = 1; i < n; i++)
+        if (tok_cmp(&ts, idx[i - 1], idx[i]) == 0) { rc = ET_E_VOCAB; goto done; }
+    if ((rc = dat_build(&d, &ts, idx, ids, n))) goto done;
+
+    size_t plen = strlen(pattern) + 1;
+    size_t sz[ET_NSEC] = {(size_t)d.used * 8, (size_t)d.used * 4, ((size_t)n_vocab + 1) * 4,
+                          blob_size, (size_t)ns * 4, 256 * 4, plen, 0};
+    et_header h;
+    memset(&h, 0, sizeof h);
+    size_t pos = align64(sizeof h);
+    for (int k = 0; k < ET_NSEC; k++) {
+        h.sec[k].off = pos;
+        h.sec[k].size = sz[k];
+        pos = align64(pos + sz[k]);
+    }
+    img = calloc(1, pos);
+    if (!img) { rc = ET_E_NOMEM; goto done; }
+    memcpy(h.magic, "EDGETOK", 8);
+    h.version = ET_FORMAT_VERSION;
+    h.header_size = sizeof h;
+    h.file_size = pos;
+    h.kind = ET_KIND_BPE;
+    h.pretok = pretok;
+    h.pretok_param = pretok_param;
+    h.n_vocab = n_vocab;
+    h.n_cells = d.used;
+    h.n_specials = ns;
+    h.max_token_len = max_len;
+    uint32_t *cells = (uint32_t *)(img + h.sec[ET_SEC_CELLS].off);
+    for (uint32_t i = 0; i < d.used; i++) {
+        cells[2 * i] = d.base[i];
+        cells[2 * i + 1] = d.check[i];
+    }
+    memcpy(img + h.sec[ET_SEC_VALUES].off, d.value, sz[ET_SEC_VALUES]);
+    memcpy(img + h.sec[ET_SEC_TOKOFF].off, tokoff, sz[ET_SEC_TOKOFF]);
+    uint8_t *blob = img + h.sec[ET_SEC_BLOB].off;
+    for (uint32_t i = 0; i < n; i++)
+        memcpy(blob + tokoff[ids[i]], bytes + off[i], off[i + 1] - off[i]);
+    for (uint32_t i = 0; i < ns; i++) {
+        memcpy(blob + tokoff[sids[i]], sbytes + soff[i], soff[i + 1] - soff[i]);
+        memcpy(img + h.sec[ET_SEC_SPECIALS].off + 4 * (size_t)i, &sids[i], 4);
+    }
+    memcpy(img + h.sec[ET_SEC_BYTEIDS].off, byteids, sizeof byteids);
+    memcpy(img + h.sec[ET_SEC_PATTERN].off, pattern, plen);
+    h.checksum = et_checksum(img + sizeof h, pos - sizeof h);
+    memcpy(img, &h, sizeof h);
+    *out = img;
+    *out_len = pos;
+    img = NULL;
+done:
+    free(tokoff);
+    free(idx);
+    free(d.base);
+    free(d.check);
+    free(d.value);
+    free(img);
+    return rc;
+}

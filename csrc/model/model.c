@@ -1,0 +1,311 @@
+/* Loading .etok models: map, validate every offset and size, expose read-only accessors. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "model.h"
+
+enum { BACK_MMAP, BACK_HUGETLB, BACK_THP, BACK_HEAP, BACK_BUFFER };
+static const char *const backing_names[] = {"mmap", "hugetlb", "thp", "heap", "buffer"};
+
+const char *et_strerror(int status)
+{
+    switch (status) {
+    case ET_OK: return "ok";
+    case ET_E_IO: return "cannot open, read or map the file";
+    case ET_E_FORMAT: return "not an edgetok model, or a truncated or corrupt one";
+    case ET_E_VERSION: return "edgetok model of an unsupported format version";
+    case ET_E_NOMEM: return "out of memory";
+    case ET_E_ARG: return "invalid argument";
+    case ET_E_WORKSPACE: return "workspace too small for a piece";
+    case ET_E_FULL: return "output buffer too small";
+    case ET_E_TOKEN: return "unknown token id";
+    case ET_E_VOCAB: return "vocabulary cannot be compiled";
+    case ET_E_CHECKSUM: return "model checksum mismatch";
+    default: return "unknown status";
+    }
+}
+
+uint64_t et_checksum(const uint8_t *p, size_t n)
+{
+    /* 64-bit multiply-xorshift over little-endian words; not cryptographic, catches damage */
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+        h ^= h >> 32;
+    }
+    for (; i < n; i++) h = (h ^ p[i]) * 0x100000001B3ull;
+    h ^= h >> 29;
+    return h;
+}
+
+static int host_is_little_endian(void)
+{
+    const uint16_t one = 1;
+    uint8_t b;
+    memcpy(&b, &one, 1);
+    return b == 1;
+}
+
+/* Points *p at section k if it has exactly `want` bytes (or, for want == 0, any size). */
+static int section(const et_header *h, size_t size, int k, size_t want, const void **p,
+                   size_t *got)
+{
+    uint64_t off = h->sec[k].off, len = h->sec[k].size;
+    if (off % 8 || off < h->header_size || off > size || len > size - off) return ET_E_FORMAT;
+    if (want && len != want) return ET_E_FORMAT;
+    *p = (const uint8_t *)h + off;
+    if (got) *got = (size_t)len;
+    return ET_OK;
+}
+
+static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
+{
+    if (!host_is_little_endian()) return ET_E_FORMAT;
+    if (size < sizeof(et_header)) return ET_E_FORMAT;
+    const et_header *h = (const et_header *)d;
+    if (memcmp(h->magic, "EDGETOK", 8) != 0) return ET_E_FORMAT;
+    if (h->version != ET_FORMAT_VERSION) return ET_E_VERSION;
+    if (h->header_size != sizeof(et_header) || h->file_size != size) return ET_E_FORMAT;
+    if (h->kind != ET_KIND_BPE || h->pretok != ET_PRETOK_CL100K) return ET_E_VERSION;
+    if (h->pretok_param < 1 || h->pretok_param > 9) return ET_E_FORMAT;
+    if (h->n_vocab < 256 || h->n_vocab > 0x7FFFFFFFu || h->n_cells < 257 ||
+        h->n_cells > 0x7FFFFFFFu || h->n_specials > h->n_vocab)
+        return ET_E_FORMAT;
+    const void *p;
+    size_t got;
+    int rc;
+    if ((rc = section(h, size, ET_SEC_CELLS, (size_t)h->n_cells * 8u, &p, NULL))) return rc;
+    m->cells = p;
+    if ((rc = section(h, size, ET_SEC_VALUES, (size_t)h->n_cells * 4u, &p, NULL))) return rc;
+    m->values = p;
+    if ((rc = section(h, size, ET_SEC_TOKOFF, ((size_t)h->n_vocab + 1u) * 4u, &p, NULL)))
+        return rc;
+    m->tokoff = p;
+    if ((rc = section(h, size, ET_SEC_BLOB, 0, &p, &got))) return rc;
+    m->blob = p;
+    m->blob_size = got;
+    if (h->n_specials) {
+        if ((rc = section(h, size, ET_SEC_SPECIALS, (size_t)h->n_specials * 4u, &p, NULL)))
+            return rc;
+        m->specials = p;
+    }
+    if ((rc = section(h, size, ET_SEC_BYTEIDS, 256u * 4u, &p, NULL))) return rc;
+    m->byteids = p;
+    if ((rc = section(h, size, ET_SEC_PATTERN, 0, &p, &got))) return rc;
+    if (got == 0 || ((const char *)p)[got - 1] != '\0') return ET_E_FORMAT;
+    m->pattern = p;
+    m->n_cells = h->n_cells;
+    m->n_vocab = h->n_vocab;
+    m->n_specials = h->n_specials;
+    m->pretok = h->pretok;
+    m->pretok_param = h->pretok_param;
+    m->max_token_len = h->max_token_len;
+    m->data = d;
+    m->size = size;
+    /* the encoders rely on every single byte being a token reachable from the root */
+    for (unsigned b = 0; b < 256; b++) {
+        uint32_t t = et_trie_next(m, 0, (uint8_t)b);
+        if (t == ET_NONE || m->values[t] != m->byteids[b] || m->byteids[b] >= m->n_vocab)
+            return ET_E_FORMAT;
+    }
+    for (uint32_t i = 0; i < m->n_specials; i++)
+        if (m->specials[i] >= m->n_vocab) return ET_E_FORMAT;
+    if ((flags & ET_LOAD_VERIFY) && et_model_verify(m) != ET_OK) return ET_E_CHECKSUM;
+    return ET_OK;
+}
+
+static int finish(et_model *m, const uint8_t *d, size_t size, unsigned flags, et_model **out)
+{
+    int rc = validate(m, d, size, flags);
+    if (rc != ET_OK) {
+        et_model_close(m);
+        return rc;
+    }
+    *out = m;
+    return ET_OK;
+}
+
+int et_model_from_buffer(const void *buf, size_t len, unsigned flags, et_model **out)
+{
+    if (!buf || !out || ((uintptr_t)buf & 7u)) return ET_E_ARG;
+    et_model *m = calloc(1, sizeof *m);
+    if (!m) return ET_E_NOMEM;
+    m->backing = BACK_BUFFER;
+    return finish(m, buf, len, flags, out);
+}
+
+/* Reads the whole file into anonymous memory backed by huge pages; NULL if none can be had. */
+static void *load_huge(int fd, size_t size, size_t *map_len, int *backing)
+{
+#if defined(MAP_HUGETLB) || defined(MADV_HUGEPAGE)
+    const size_t huge = (size_t)2 << 20;
+    size_t len = (size + huge - 1) & ~(huge - 1);
+    void *p = MAP_FAILED;
+#ifdef MAP_HUGETLB
+    p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+    *backing = BACK_HUGETLB;
+#endif
+#ifdef MADV_HUGEPAGE
+    if (p == MAP_FAILED) {
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED && madvise(p, len, MADV_HUGEPAGE) != 0) {
+            munmap(p, len);
+            p = MAP_FAILED;
+        }
+        *backing = BACK_THP;
+    }
+#endif
+    if (p == MAP_FAILED) return NULL;
+    size_t done = 0;
+    while (done < size) {
+        ssize_t r = pread(fd, (uint8_t *)p + done, size - done, (off_t)done);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            munmap(p, len);
+            return NULL;
+        }
+        done += (size_t)r;
+    }
+    mprotect(p, len, PROT_READ);
+    *map_len = len;
+    return p;
+#else
+    (void)fd; (void)size; (void)map_len; (void)backing;
+    return NULL;
+#endif
+}
+
+int et_model_open(const char *path, unsigned flags, et_model **out)
+{
+    if (!path || !out) return ET_E_ARG;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return ET_E_IO;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return ET_E_IO;
+    }
+    size_t size = (size_t)st.st_size;
+    if (size < sizeof(et_header)) {
+        close(fd);
+        return ET_E_FORMAT;
+    }
+    et_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        close(fd);
+        return ET_E_NOMEM;
+    }
+    void *p = NULL;
+    if (flags & ET_LOAD_HUGEPAGES) p = load_huge(fd, size, &m->map_len, &m->backing);
+    if (!p) {
+        p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            close(fd);
+            free(m);
+            return ET_E_IO;
+        }
+        m->map_len = size;
+        m->backing = BACK_MMAP;
+    }
+    close(fd);
+    m->map = p;
+    return finish(m, p, size, flags, out);
+}
+
+void et_model_close(et_model *m)
+{
+    if (!m) return;
+    if (m->map) munmap(m->map, m->map_len);
+    free(m);
+}
+
+int et_model_verify(const et_model *m)
+{
+    const et_header *h = (const et_header *)m->data;
+    return et_checksum(m->data + h->header_size, m->size - h->header_size) == h->checksum
+               ? ET_OK
+               : ET_E_CHECKSUM;
+}
+
+uint32_t et_model_n_vocab(const et_model *m) { return m->n_vocab; }
+uint32_t et_model_n_specials(const et_model *m) { return m->n_specials; }
+uint32_t et_model_special(const et_model *m, uint32_t i)
+{
+    return i < m->n_specials ? m->specials[i] : ET_NONE;
+}
+uint32_t et_model_pretok(const et_model *m, uint32_t *param)
+{
+    if (param) *param = m->pretok_param;
+    return m->pretok;
+}
+const char *et_model_pattern(const et_model *m) { return m->pattern; }
+const char *et_model_backing(const et_model *m) { return backing_names[m->backing]; }
+size_t et_model_size(const et_model *m) { return m->size; }
+uint32_t et_model_max_token_len(const et_model *m) { return m->max_token_len; }
+
+int et_token_bytes(const et_model *m, uint32_t id, const uint8_t **ptr, size_t *len)
+{
+    if (id >= m->n_vocab) return ET_E_TOKEN;
+    uint32_t a = m->tokoff[id], b = m->tokoff[id + 1];
+    if (a >= b || b > m->blob_size) return ET_E_TOKEN;
+    *ptr = m->blob + a;
+    *len = b - a;
+    return ET_OK;
+}
+
+int et_token_lookup(const et_model *m, const char *s, size_t len, uint32_t *id)
+{
+    uint32_t t = len ? et_trie_walk(m, 0, (const uint8_t *)s, len) : ET_NONE;
+    if (t == ET_NONE || m->values[t] == ET_NONE) return ET_E_TOKEN;
+    *id = m->values[t];
+    return ET_OK;
+}
+
+int et_decode_len(const et_model *m, const uint32_t *ids, size_t n, size_t *len)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *p;
+        size_t l;
+        if (et_token_bytes(m, ids[i], &p, &l) != ET_OK) {
+            *len = i;
+            return ET_E_TOKEN;
+        }
+        total += l;
+    }
+    *len = total;
+    return ET_OK;
+}
+
+int et_decode(const et_model *m, const uint32_t *ids, size_t n, char *out, size_t cap,
+              size_t *n_out)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *p;
+        size_t l;
+        if (et_token_bytes(m, ids[i], &p, &l) != ET_OK) {
+            *n_out = w;
+            return ET_E_TOKEN;
+        }
+        if (l > cap - w) {
+            *n_out = w;
+            return ET_E_FULL;
+        }
+        memcpy(out + w, p, l);
+        w += l;
+    }
+    *n_out = w;
+    return ET_OK;
+}
+
+void et_free(void *p) { free(p); }

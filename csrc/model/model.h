@@ -1,0 +1,74 @@
+/* csrc/model: the .etok model format, shared by the loader, the compiler and the encoders.
+ *
+ * An .etok file is little-endian: a fixed header, then sections at 64-byte aligned offsets.
+ *   CELLS    n_cells x {base, check}: the double-array trie over token bytes. The child of
+ *            cell s on byte c is t = base[s] + c when check[t] == s. Cell 0 is the root.
+ *   VALUES   n_cells x id: the token whose bytes spell the path to the cell, or ET_NONE.
+ *   TOKOFF   (n_vocab + 1) x offset into BLOB: token id's bytes are BLOB[off[id]..off[id+1])
+ *            (empty = no such id).
+ *   BLOB     token bytes, ordinary and special, in id order.
+ *   SPECIALS n_specials x id.
+ *   BYTEIDS  256 x id: the token of each single byte (every byte is one).
+ *   PATTERN  the pretokenizer's regex, NUL-terminated, for information.
+ * The loader checks every offset and size against the file before use; values read from the
+ * trie are bounds-checked where they are used, so a hostile file cannot cause a bad read.
+ */
+#ifndef ET_MODEL_H
+#define ET_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../include/edgetok.h"
+
+#define ET_NONE 0xFFFFFFFFu
+#define ET_FORMAT_VERSION 1u
+#define ET_KIND_BPE 1u
+
+enum { ET_SEC_CELLS, ET_SEC_VALUES, ET_SEC_TOKOFF, ET_SEC_BLOB, ET_SEC_SPECIALS,
+       ET_SEC_BYTEIDS, ET_SEC_PATTERN, ET_NSEC = 8 };
+
+typedef struct {
+    uint8_t magic[8]; /* "EDGETOK\0" */
+    uint32_t version, header_size;
+    uint64_t file_size;
+    uint64_t checksum; /* et_checksum of bytes [header_size, file_size) */
+    uint32_t kind, pretok, pretok_param, n_vocab;
+    uint32_t n_cells, n_specials, max_token_len, flags;
+    struct { uint64_t off, size; } sec[ET_NSEC];
+} et_header;
+
+struct et_model {
+    const uint32_t *cells; /* base, check interleaved */
+    const uint32_t *values;
+    const uint32_t *tokoff;
+    const uint8_t *blob;
+    const uint32_t *specials;
+    const uint32_t *byteids;
+    const char *pattern;
+    uint32_t n_cells, n_vocab, n_specials, pretok, pretok_param, max_token_len;
+    size_t blob_size, size;
+    const uint8_t *data;
+    void *map;       /* what to unmap / free, or NULL for a caller's buffer */
+    size_t map_len;
+    int backing;     /* index into the names of et_model_backing() */
+};
+
+/* The trie child of cell s on byte c, or ET_NONE. */
+static inline uint32_t et_trie_next(const struct et_model *m, uint32_t s, uint8_t c)
+{
+    uint32_t t = m->cells[2u * s] + c;
+    return (t < m->n_cells && m->cells[2u * t + 1u] == s) ? t : ET_NONE;
+}
+
+/* The cell reached from s over p[0..n), or ET_NONE. */
+static inline uint32_t et_trie_walk(const struct et_model *m, uint32_t s, const uint8_t *p,
+                                    size_t n)
+{
+    for (size_t i = 0; i < n && s != ET_NONE; i++) s = et_trie_next(m, s, p[i]);
+    return s;
+}
+
+uint64_t et_checksum(const uint8_t *p, size_t n);
+
+#endif

@@ -1,0 +1,195 @@
+/* csrc/pretok: Peek2, the regex-free pretokenizer for the cl100k family.
+ *
+ * It splits text exactly as tiktoken's cl100k_base pattern does,
+ *
+ *   '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+
+ *   |\s++$|\s*[\r\n]|\s+(?!\S)|\s
+ *
+ * in one left-to-right pass with O(1) state. Every character falls in one of 7 categories;
+ * the categories of the first two characters of a piece (c0, c1) select, through a static 7x8
+ * table (c1 may also be end of text), the one alternative of the pattern that can match there,
+ * and a small branch function finds where that match ends. The regex never backtracks into
+ * an earlier alternative once the table has chosen, because every alternative before the
+ * chosen one fails on (c0, c1) alone -- except the contraction, which needs up to three
+ * characters and so has its own branch that falls back to the punctuation alternatives.
+ * Each character is decoded a bounded number of times, so time is linear in the text.
+ *
+ * `maxdig` is the longest digit group (3 for cl100k, 1 for models that split every digit).
+ */
+#ifndef ET_PRETOK_CL100K_H
+#define ET_PRETOK_CL100K_H
+
+#include "../unicode/ucd.h"
+
+enum { C_L, C_N, C_SP, C_NL, C_WS, C_AP, C_P, C_END };
+
+#define M_(c) (1u << (c))
+#define M_LETTER M_(C_L)
+#define M_PUNCT (M_(C_AP) | M_(C_P))        /* [^\s\p{L}\p{N}] */
+#define M_NEWLINE M_(C_NL)                  /* [\r\n] */
+#define M_SPACE (M_(C_SP) | M_(C_NL) | M_(C_WS)) /* \s */
+
+/* Categories of ASCII: ' ' SP, \r \n NL, \t \v \f WS, ' AP, letters L, digits N, rest P. */
+static const uint8_t et_cl_ascii[128] = {
+    C_P,  C_P,  C_P,  C_P,  C_P,  C_P,  C_P,  C_P,  C_P,  C_WS, C_NL, C_WS, C_WS, C_NL, C_P,  C_P,
+    C_P,  C_P,  C_P,  C_P,  C_P,  C_P,  C_P,  C_P,  C_P,  C_P,  C_P,  C_P,  C_P,  C_P,  C_P,  C_P,
+    C_SP, C_P,  C_P,  C_P,  C_P,  C_P,  C_P,  C_AP, C_P,  C_P,  C_P,  C_P,  C_P,  C_P,  C_P,  C_P,
+    C_N,  C_N,  C_N,  C_N,  C_N,  C_N,  C_N,  C_N,  C_N,  C_N,  C_P,  C_P,  C_P,  C_P,  C_P,  C_P,
+    C_P,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,
+    C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_P,  C_P,  C_P,  C_P,  C_P,
+    C_P,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,
+    C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_L,  C_P,  C_P,  C_P,  C_P,  C_P,
+};
+
+/* The branches: which alternative of the pattern matches a piece starting with (c0, c1). */
+enum {
+    B_WORD,        /* \p{L}++ from c0 */
+    B_PREFIXED,    /* [^\r\n\p{L}\p{N}] then \p{L}++ from c1 */
+    B_DIGITS,      /* \p{N}{1,maxdig}+ */
+    B_PUNCT,       /* [^\s\p{L}\p{N}]++[\r\n]*+ from c0 */
+    B_SPACE_PUNCT, /* ' ' then [^\s\p{L}\p{N}]++[\r\n]*+ from c1 */
+    B_SPACE,       /* \s++$ | \s*[\r\n] | \s+(?!\S) | \s */
+    B_APOS         /* a contraction, else as B_PREFIXED / B_PUNCT */
+};
+
+static const uint8_t et_cl_branch[7][8] = {
+    /*           L           N        SP       NL       WS       AP             P              END */
+    /* L  */ {B_WORD,     B_WORD,  B_WORD,  B_WORD,  B_WORD,  B_WORD,        B_WORD,        B_WORD},
+    /* N  */ {B_DIGITS,   B_DIGITS,B_DIGITS,B_DIGITS,B_DIGITS,B_DIGITS,      B_DIGITS,      B_DIGITS},
+    /* SP */ {B_PREFIXED, B_SPACE, B_SPACE, B_SPACE, B_SPACE, B_SPACE_PUNCT, B_SPACE_PUNCT, B_SPACE},
+    /* NL */ {B_SPACE,    B_SPACE, B_SPACE, B_SPACE, B_SPACE, B_SPACE,       B_SPACE,       B_SPACE},
+    /* WS */ {B_PREFIXED, B_SPACE, B_SPACE, B_SPACE, B_SPACE, B_SPACE,       B_SPACE,       B_SPACE},
+    /* AP */ {B_APOS,     B_APOS,  B_APOS,  B_APOS,  B_APOS,  B_APOS,        B_APOS,        B_APOS},
+    /* P  */ {B_PREFIXED, B_PUNCT, B_PUNCT, B_PUNCT, B_PUNCT, B_PUNCT,       B_PUNCT,       B_PUNCT},
+};
+
+static inline unsigned et_cl_cat_slow(const uint8_t *t, size_t len, size_t i, size_t *n)
+{
+    unsigned b = et_ucd_bits(et_utf8_decode(t, len, i, n));
+    if (b & ET_U_L) return C_L;
+    if (b & ET_U_N) return C_N;
+    if (b & ET_U_S) return C_WS;
+    return C_P;
+}
+
+static inline unsigned et_cl_cat(const uint8_t *t, size_t len, size_t i, size_t *n)
+{
+    if (t[i] < 0x80u) { *n = 1; return et_cl_ascii[t[i]]; }
+    return et_cl_cat_slow(t, len, i, n);
+}
+
+/* First position >= i whose character's category is not in mask. */
+static inline size_t et_cl_run(const uint8_t *t, size_t len, size_t i, unsigned mask)
+{
+    while (i < len) {
+        size_t n;
+        unsigned k = et_cl_cat(t, len, i, &n);
+        if (!((mask >> k) & 1u)) break;
+        i += n;
+    }
+    return i;
+}
+
+/* \s++$ | \s*[\r\n] | \s+(?!\S) | \s, for a piece starting with whitespace at i. */
+static inline size_t et_cl_space(const uint8_t *t, size_t len, size_t i)
+{
+    size_t k = i, last = i, nl_end = 0, nchars = 0;
+    while (k < len) {
+        size_t n;
+        unsigned c = et_cl_cat(t, len, k, &n);
+        if (!((M_SPACE >> c) & 1u)) break;
+        if (c == C_NL) nl_end = k + n;
+        last = k;
+        k += n;
+        nchars++;
+    }
+    if (k == len) return len;   /* \s++$ */
+    if (nl_end) return nl_end;  /* \s*[\r\n]: up to the last newline of the run */
+    if (nchars >= 2) return last; /* \s+(?!\S): all but the last whitespace character */
+    return k;                   /* \s */
+}
+
+/* The contraction letter at t[i] folded to ASCII lower case, or 0; *n = its length. */
+static inline char et_cl_fold(const uint8_t *t, size_t len, size_t i, size_t *n)
+{
+    if (i >= len) return 0;
+    if (t[i] < 0x80u) {
+        *n = 1;
+        char c = (char)(t[i] | 0x20u);
+        return (t[i] >= 'A' && t[i] <= 'Z') || (t[i] >= 'a' && t[i] <= 'z') ? c : 0;
+    }
+    uint32_t cp = et_utf8_decode(t, len, i, n);
+    for (size_t k = 0; k < ET_UCD_NFOLD; k++)
+        if (et_ucd_fold[k].cp == cp) return et_ucd_fold[k].ascii;
+    return 0;
+}
+
+/* '(?i:[sdmt]|ll|ve|re) after the apostrophe ending at j: the match end, or 0. */
+static inline size_t et_cl_contraction(const uint8_t *t, size_t len, size_t j)
+{
+    size_t n1 = 0, n2 = 0;
+    char a = et_cl_fold(t, len, j, &n1);
+    if (a == 's' || a == 'd' || a == 'm' || a == 't') return j + n1;
+    if (a != 'l' && a != 'v' && a != 'r') return 0;
+    char b = et_cl_fold(t, len, j + n1, &n2);
+    if ((a == 'l' && b == 'l') || (a != 'l' && b == 'e')) return j + n1 + n2;
+    return 0;
+}
+
+/* End of the piece that starts at i (i < len). */
+static inline size_t et_cl100k_next(const uint8_t *t, size_t len, size_t i, unsigned maxdig)
+{
+    size_t n0, n1 = 0;
+    unsigned c0 = et_cl_cat(t, len, i, &n0);
+    size_t j = i + n0;
+    unsigned c1 = j < len ? et_cl_cat(t, len, j, &n1) : C_END;
+    switch (et_cl_branch[c0][c1]) {
+    case B_WORD:
+        return et_cl_run(t, len, j, M_LETTER);
+    case B_PREFIXED:
+        return et_cl_run(t, len, j + n1, M_LETTER);
+    case B_DIGITS: {
+        size_t k = j;
+        for (unsigned d = 1; d < maxdig && k < len; d++) {
+            size_t n;
+            if (et_cl_cat(t, len, k, &n) != C_N) break;
+            k += n;
+        }
+        return k;
+    }
+    case B_PUNCT:
+        return et_cl_run(t, len, et_cl_run(t, len, j, M_PUNCT), M_NEWLINE);
+    case B_SPACE_PUNCT:
+        return et_cl_run(t, len, et_cl_run(t, len, j + n1, M_PUNCT), M_NEWLINE);
+    case B_SPACE:
+        return et_cl_space(t, len, i);
+    default: { /* B_APOS */
+        size_t e = et_cl_contraction(t, len, j);
+        if (e) return e;
+        if (c1 == C_L) return et_cl_run(t, len, j + n1, M_LETTER);
+        return et_cl_run(t, len, et_cl_run(t, len, j, M_PUNCT), M_NEWLINE);
+    }
+    }
+}
+
+static inline int et_cl_is_space(const uint8_t *t, size_t len, size_t i)
+{
+    size_t n;
+    unsigned c = et_cl_cat(t, len, i, &n);
+    return c == C_SP || c == C_NL || c == C_WS;
+}
+
+/* A cut at piece boundary b (0 < b < len) is safe when the characters on both sides of it
+ * are not whitespace: no alternative that ended a piece at b looked past the character at b,
+ * and the pattern has no look-behind, so the pieces from b on depend only on text from b on. */
+static inline int et_cl100k_safe_cut(const uint8_t *t, size_t len, size_t b)
+{
+    if (et_cl_is_space(t, len, b)) return 0;
+    size_t k = b - 1, n;
+    while (k > 0 && b - k < 4 && (t[k] & 0xC0u) == 0x80u) k--;
+    (void)et_utf8_decode(t, len, k, &n);
+    if (k + n != b) k = b - 1; /* an invalid byte before b: a character of its own */
+    return !et_cl_is_space(t, len, k);
+}
+
+#endif

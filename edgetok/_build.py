@@ -1,0 +1,68 @@
+"""cffi build script: compiles the C core (csrc/) into the extension module edgetok._native.
+
+Out-of-line API mode over the real sources, so nothing depends on a system library. The cdef
+below is edgetok.h's API written by hand; handles stay opaque and Python never sees a struct.
+"""
+from pathlib import Path
+
+from cffi import FFI
+
+ROOT = Path(__file__).resolve().parent.parent
+CSRC = ROOT / "csrc"
+SOURCES = ["model/model.c", "model/compile.c", "bpe/bpe.c"]
+
+CDEF = """
+typedef struct et_model et_model;
+typedef struct et_ws et_ws;
+#define ET_FINAL ...
+#define ET_LOAD_HUGEPAGES ...
+#define ET_LOAD_VERIFY ...
+#define ET_PRETOK_CL100K ...
+enum { ET_OK, ET_E_IO, ET_E_FORMAT, ET_E_VERSION, ET_E_NOMEM, ET_E_ARG, ET_E_WORKSPACE,
+       ET_E_FULL, ET_E_TOKEN, ET_E_VOCAB, ET_E_CHECKSUM };
+const char *et_strerror(int status);                 /* message for a status */
+int et_model_open(const char *path, unsigned flags, et_model **out);  /* mmap + validate */
+int et_model_from_buffer(const void *buf, size_t len, unsigned flags, et_model **out);
+void et_model_close(et_model *m);
+int et_model_verify(const et_model *m);              /* checksum over the whole file */
+uint32_t et_model_n_vocab(const et_model *m);
+uint32_t et_model_n_specials(const et_model *m);
+uint32_t et_model_special(const et_model *m, uint32_t i);
+uint32_t et_model_pretok(const et_model *m, uint32_t *param);
+const char *et_model_pattern(const et_model *m);    /* the regex recorded in the model */
+const char *et_model_backing(const et_model *m);     /* mmap, hugetlb, thp, heap, buffer */
+size_t et_model_size(const et_model *m);
+uint32_t et_model_max_token_len(const et_model *m);
+int et_token_bytes(const et_model *m, uint32_t id, const uint8_t **ptr, size_t *len);
+int et_token_lookup(const et_model *m, const char *s, size_t len, uint32_t *id);
+size_t et_ws_size(size_t max_piece);                 /* workspace bytes for pieces <= max */
+et_ws *et_ws_init(const et_model *m, void *mem, size_t size);
+size_t et_ws_need(const et_ws *ws);                  /* piece size after ET_E_WORKSPACE */
+int et_encode(et_ws *ws, const char *text, size_t len, unsigned flags,
+              uint32_t *out, size_t cap, size_t *n_out, size_t *consumed);
+int et_count(et_ws *ws, const char *text, size_t len, unsigned flags,
+             size_t *count, size_t *consumed);
+int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned flags,
+                   size_t *ends, size_t cap, size_t *n_out, size_t *consumed);
+int et_decode_len(const et_model *m, const uint32_t *ids, size_t n, size_t *len);
+int et_decode(const et_model *m, const uint32_t *ids, size_t n,
+              char *out, size_t cap, size_t *n_out);
+int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, uint32_t n,
+                   const char *sbytes, const uint32_t *soff, const uint32_t *sids, uint32_t ns,
+                   uint32_t pretok, uint32_t pretok_param, const char *pattern,
+                   uint8_t **out, size_t *out_len);    /* vocabulary -> .etok image */
+void et_free(void *p);
+"""
+
+ffibuilder = FFI()
+ffibuilder.cdef(CDEF)
+ffibuilder.set_source(
+    "edgetok._native",
+    '#include "edgetok.h"',
+    sources=[str((CSRC / s).relative_to(ROOT)) for s in SOURCES],
+    include_dirs=[str((CSRC / "include").relative_to(ROOT))],
+    extra_compile_args=["-std=c11", "-O3", "-Wall", "-Wextra"],
+)
+
+if __name__ == "__main__":
+    ffibuilder.compile(verbose=True)

@@ -1,0 +1,228 @@
+"""The one module that touches the C core: models, per-thread workspaces, status checks.
+
+Every C status is checked here and turned into a Python exception carrying et_strerror's
+text. The GIL is released during every C call (cffi does that), so threads encode in parallel;
+each thread gets its own workspace and output buffer, reused across calls and grown only when
+a longer text or piece shows up.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Iterable, Iterator
+
+from ._native import ffi, lib
+
+FINAL = lib.ET_FINAL
+
+
+class ModelError(ValueError):
+    """A model file that cannot be loaded or compiled."""
+
+
+def check(rc: int, what: str) -> None:
+    if rc != lib.ET_OK:
+        msg = f"{what}: {ffi.string(lib.et_strerror(rc)).decode()}"
+        raise (MemoryError if rc == lib.ET_E_NOMEM else ModelError)(msg)
+
+
+class _Scratch(threading.local):
+    """A thread's workspace and id buffer for one model."""
+
+    ws = ffi.NULL
+    ws_mem = None
+    ws_piece = 0
+    out = None
+    out_cap = 0
+
+
+_DEFAULT_PIECE = 4096
+_KEEP_OUT = 1 << 22  # id buffers larger than this are not kept between calls
+
+
+class Model:
+    """A loaded .etok model (read-only, shared by all threads)."""
+
+    def __init__(self, handle: object, source: str, keepalive: object = None) -> None:
+        self._h = ffi.gc(handle, lib.et_model_close, size=lib.et_model_size(handle))
+        self.source = source
+        self._keep = keepalive
+        self._scratch = _Scratch()
+        self.n_vocab: int = lib.et_model_n_vocab(handle)
+        param = ffi.new("uint32_t *")
+        self.pretok: int = lib.et_model_pretok(handle, param)
+        self.pretok_param: int = param[0]
+
+    @classmethod
+    def open(cls, path: str, *, hugepages: bool = False, verify: bool = False) -> "Model":
+        flags = (lib.ET_LOAD_HUGEPAGES if hugepages else 0) | (lib.ET_LOAD_VERIFY if verify else 0)
+        out = ffi.new("et_model **")
+        rc = lib.et_model_open(path.encode(), flags, out)
+        if rc == lib.ET_E_IO:
+            raise FileNotFoundError(f"cannot open model {path!r}")
+        check(rc, f"cannot load model {path!r}")
+        return cls(out[0], path)
+
+    @classmethod
+    def from_bytes(cls, image: bytes, source: str = "<memory>") -> "Model":
+        buf = ffi.new("uint64_t[]", (len(image) + 7) // 8)  # 8-byte aligned copy
+        ffi.memmove(buf, image, len(image))
+        out = ffi.new("et_model **")
+        check(lib.et_model_from_buffer(buf, len(image), 0, out), f"cannot load model {source}")
+        return cls(out[0], source, buf)
+
+    # -- information ------------------------------------------------------------------------
+    @property
+    def pattern(self) -> str:
+        return ffi.string(lib.et_model_pattern(self._h)).decode()
+
+    @property
+    def backing(self) -> str:
+        return ffi.string(lib.et_model_backing(self._h)).decode()
+
+    @property
+    def size(self) -> int:
+        return lib.et_model_size(self._h)
+
+    @property
+    def max_token_len(self) -> int:
+        return lib.et_model_max_token_len(self._h)
+
+    def verify(self) -> bool:
+        return lib.et_model_verify(self._h) == lib.ET_OK
+
+    def special_ids(self) -> list[int]:
+        return [lib.et_model_special(self._h, i) for i in range(lib.et_model_n_specials(self._h))]
+
+    def token_bytes(self, token: int) -> bytes | None:
+        """The bytes of a token id, or None if the model has no such id."""
+        if not 0 <= token < self.n_vocab:
+            return None
+        ptr = ffi.new("const uint8_t **")
+        n = ffi.new("size_t *")
+        if lib.et_token_bytes(self._h, token, ptr, n) != lib.ET_OK:
+            return None
+        return ffi.buffer(ptr[0], n[0])[:]
+
+    def lookup(self, data: bytes) -> int | None:
+        """The id of the ordinary token spelled by data, or None."""
+        out = ffi.new("uint32_t *")
+        return out[0] if lib.et_token_lookup(self._h, data, len(data), out) == lib.ET_OK else None
+
+    # -- workspaces -----------------------------------------------------------------------
+    def _ws(self, piece: int = 0) -> object:
+        s = self._scratch
+        if s.ws == ffi.NULL or piece > s.ws_piece:
+            want = max(piece, _DEFAULT_PIECE, s.ws_piece * 2 if piece else 0)
+            size = lib.et_ws_size(want)
+            mem = ffi.new("uint64_t[]", (size + 7) // 8)
+            ws = lib.et_ws_init(self._h, mem, size)
+            if ws == ffi.NULL:
+                raise MemoryError("cannot lay out an edgetok workspace")
+            s.ws, s.ws_mem, s.ws_piece = ws, mem, want
+        return s.ws
+
+    def _out(self, n: int) -> object:
+        s = self._scratch
+        if s.out_cap < n:
+            s.out_cap = max(n, 1024, s.out_cap * 2)
+            s.out = ffi.new("uint32_t[]", s.out_cap)
+        return s.out
+
+    # -- the operations -------------------------------------------------------------------
+    def encode(self, data: bytes, final: bool = True) -> tuple[list[int], int]:
+        """Ids of data as ordinary text, and the bytes they cover (all of data when final)."""
+        flags = FINAL if final else 0
+        res = ffi.new("size_t[2]")
+        end = len(data)
+        out = self._out(max(end, 1))  # never more ids than bytes
+        src = ffi.from_buffer(data)
+        pos = n = 0
+        while True:
+            rc = lib.et_encode(self._ws(), src + pos, end - pos, flags, out + n, end - n,
+                               res, res + 1)
+            n += res[0]
+            pos += res[1]
+            if rc == lib.ET_OK:
+                ids = ffi.unpack(out, n)
+                if end > _KEEP_OUT:
+                    self._scratch.out, self._scratch.out_cap = None, 0
+                return ids, pos
+            if rc != lib.ET_E_WORKSPACE:
+                check(rc, "encode")
+            self._ws(lib.et_ws_need(self._scratch.ws))
+
+    def count(self, data: bytes, final: bool = True) -> tuple[int, int]:
+        """Number of ids of data as ordinary text, and the bytes they cover."""
+        res = ffi.new("size_t[2]")
+        total, pos = 0, 0
+        src = ffi.from_buffer(data)
+        while True:
+            rc = lib.et_count(self._ws(), src + pos, len(data) - pos,
+                              FINAL if final else 0, res, res + 1)
+            total += res[0]
+            pos += res[1]
+            if rc == lib.ET_OK:
+                return total, pos
+            if rc != lib.ET_E_WORKSPACE:
+                check(rc, "count")
+            self._ws(lib.et_ws_need(self._scratch.ws))
+
+    def pretokenize(self, data: bytes) -> list[int]:
+        """End offsets of the pieces of data."""
+        ends = ffi.new("size_t[]", max(len(data), 1))
+        res = ffi.new("size_t[2]")
+        check(lib.et_pretokenize(self._h, data, len(data), FINAL, ends, len(data), res, res + 1),
+              "pretokenize")
+        return ffi.unpack(ends, res[0])
+
+    def decode(self, ids: Iterable[int]) -> bytes:
+        """The bytes of ids; KeyError for an id the model does not have."""
+        arr = ffi.new("uint32_t[]", ids if isinstance(ids, list) else list(ids))
+        n = len(arr)
+        size = ffi.new("size_t *")
+        if lib.et_decode_len(self._h, arr, n, size) != lib.ET_OK:
+            raise KeyError(f"Invalid token for decoding: {arr[size[0]]}")
+        buf = ffi.new("char[]", max(size[0], 1))
+        check(lib.et_decode(self._h, arr, n, buf, size[0], size), "decode")
+        return ffi.buffer(buf, size[0])[:]
+
+    def stream_encode(self, chunks: Iterable[bytes]) -> Iterator[list[int]]:
+        """Ids of a text given as UTF-8 chunks (each ending on a character boundary), yielded
+        as soon as they are final; the same ids as encoding the whole text at once."""
+        pending = b""
+        for chunk in chunks:
+            pending += chunk
+            ids, used = self.encode(pending, final=False)
+            if ids:
+                yield ids
+            pending = pending[used:]
+        ids, _ = self.encode(pending, final=True)
+        if ids:
+            yield ids
+
+
+def compile_bpe(tokens: list[tuple[bytes, int]], specials: list[tuple[bytes, int]],
+                pattern: str, max_digits: int = 3) -> bytes:
+    """Compile a BPE vocabulary (rank == id) into an .etok image."""
+
+    def pack(items: list[tuple[bytes, int]]) -> tuple[bytes, object, object]:
+        blob = b"".join(b for b, _ in items)
+        off = [0]
+        for b, _ in items:
+            off.append(off[-1] + len(b))
+        return blob, ffi.new("uint32_t[]", off), ffi.new("uint32_t[]", [i for _, i in items] or [0])
+
+    blob, off, ids = pack(tokens)
+    sblob, soff, sids = pack(specials)
+    out = ffi.new("uint8_t **")
+    out_len = ffi.new("size_t *")
+    rc = lib.et_compile_bpe(blob, off, ids, len(tokens), sblob, soff, sids, len(specials),
+                            lib.ET_PRETOK_CL100K, max_digits, pattern.encode(), out, out_len)
+    if rc == lib.ET_E_VOCAB:
+        raise ModelError("vocabulary cannot be compiled: it must hold every single byte, "
+                         "with distinct non-empty tokens and distinct ids")
+    check(rc, "compile")
+    try:
+        return ffi.buffer(out[0], out_len[0])[:]
+    finally:
+        lib.et_free(out[0])

