@@ -96,6 +96,10 @@ def main() -> None:
       edgetok count docs/*.md                      tokens per file, like wc
       edgetok bench                                measure this machine
     """
+    import signal
+
+    if hasattr(signal, "SIGPIPE"):  # `edgetok encode big | head` ends quietly, as cat does
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
 
 SPECIAL_HELP = ("Encode special tokens such as <|endoftext|> as their ids (by default such text "

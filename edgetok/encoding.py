@@ -199,10 +199,10 @@ class Encoding:
         return [self.decode_bytes(t) for t in batch]
 
     def token_byte_values(self) -> list[bytes]:
-        """The bytes of every ordinary token, in id order."""
+        """The bytes of every ordinary token, sorted (as tiktoken returns them)."""
         specials = set(self._special_tokens.values())
         out = []
         for i in range(self.n_vocab):
             if i not in specials and (b := self._model.token_bytes(i)) is not None:
                 out.append(b)
-        return out
+        return sorted(out)

@@ -32,10 +32,19 @@ BITS = [
     ("ET_U_M", r"\p{M}"),
 ]
 
-# Code points that are assigned in the regex module's Unicode version but unassigned in the
-# Unicode version of tiktoken's regex engine: tiktoken classes them as none of L, N, \s.
-# Filled from the comparison documented in csrc/unicode/README.md.
-TIKTOKEN_UNASSIGNED: list[tuple[int, int]] = []
+# Code points that are assigned in the regex module's Unicode version (17.0, regex 2026.5.9) but
+# unassigned in Unicode 16.0, the version of tiktoken 0.14's regex engine (regex-syntax 0.8):
+# tiktoken classes them as none of L, N, \s. See csrc/unicode/README.md.
+REGEX_VERSION = "2026.5.9"
+TIKTOKEN_UNASSIGNED: list[tuple[int, int]] = [
+    (0x088F, 0x088F), (0x0C5C, 0x0C5C), (0x0CDC, 0x0CDC), (0xA7CE, 0xA7CF), (0xA7D2, 0xA7D2),
+    (0xA7D4, 0xA7D4), (0xA7F1, 0xA7F1), (0x10940, 0x10959), (0x10EC5, 0x10EC7),
+    (0x11DB0, 0x11DDB), (0x16EA0, 0x16EB8), (0x16EBB, 0x16ED3), (0x16FF2, 0x16FF3),
+    (0x187F8, 0x187FF), (0x18D09, 0x18D1E), (0x18D80, 0x18DF2), (0x1E6C0, 0x1E6DE),
+    (0x1E6E0, 0x1E6E2), (0x1E6E4, 0x1E6E5), (0x1E6E7, 0x1E6ED), (0x1E6F0, 0x1E6F4),
+    (0x1E6FE, 0x1E6FF), (0x2B73A, 0x2B73F), (0x2CEA2, 0x2CEAD), (0x323B0, 0x33479),
+    (0x11DE0, 0x11DE9), (0x16FF4, 0x16FF6),
+]
 
 CONTRACTION_LETTERS = "sdmtlver"
 
@@ -101,6 +110,10 @@ def build() -> str:
 
 
 def main() -> int:
+    if regex.__version__ != REGEX_VERSION:
+        print(f"regex {regex.__version__} installed, TIKTOKEN_UNASSIGNED was derived for "
+              f"{REGEX_VERSION}: re-derive it (csrc/unicode/README.md) first", file=sys.stderr)
+        return 2
     text = build()
     if "--check" in sys.argv:
         if OUT.read_text() != text:

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import reference  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def enc():  # type: ignore[no-untyped-def]
+    import edgetok
+
+    return edgetok.get_encoding("cl100k_base")
+
+
+@pytest.fixture(scope="session")
+def ref():  # type: ignore[no-untyped-def]
+    return reference.tiktoken_encoding("cl100k_base")
+
+
+@pytest.fixture(scope="session")
+def corpora() -> dict[str, str]:
+    return reference.corpora()

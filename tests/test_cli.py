@@ -1,0 +1,148 @@
+"""The `edgetok` command through a real subprocess, checked against tiktoken."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+EXE = [sys.executable, "-m", "edgetok_cli.main"]
+
+
+def run(*args: str, input: bytes | None = None, env: dict[str, str] | None = None,
+        check: bool = True) -> subprocess.CompletedProcess:
+    p = subprocess.run([*EXE, *args], input=input, capture_output=True,
+                       env={**os.environ, **(env or {})}, timeout=120)
+    if check:
+        assert p.returncode == 0, p.stderr.decode()
+    return p
+
+
+def ids(out: bytes) -> list[int]:
+    return [int(x) for x in out.split()]
+
+
+def test_encode_stdin_and_file(ref, tmp_path):  # type: ignore[no-untyped-def]
+    text = "Hello, world! It's 2026.\n  indented\tline\r\n日本語 😀\n"
+    assert ids(run("encode", input=text.encode()).stdout) == ref.encode(text)
+    f = tmp_path / "t.txt"
+    f.write_text(text, encoding="utf-8")
+    assert ids(run("encode", str(f)).stdout) == ref.encode(text)
+    assert json.loads(run("encode", str(f), "--format", "json").stdout) == ref.encode(text)
+    lines = run("encode", str(f), "--format", "tokens").stdout.decode().splitlines()
+    assert [int(line.split("\t")[0]) for line in lines] == ref.encode(text)
+
+
+def test_streaming_equals_whole(ref, corpora, tmp_path):  # type: ignore[no-untyped-def]
+    # tiny read chunks force many streaming cuts, inside characters too
+    text = corpora["multilingual"][:60000] + "\n\n   \n" + "x" * 3000 + "   "
+    f = tmp_path / "t.txt"
+    f.write_bytes(text.encode())
+    for chunk in ("7", "100", "4096"):
+        out = run("encode", str(f), env={"EDGETOK_CHUNK": chunk}).stdout
+        assert ids(out) == ref.encode_ordinary(text), chunk
+        out = run("count", str(f), env={"EDGETOK_CHUNK": chunk}).stdout
+        assert int(out.split()[0]) == len(ref.encode_ordinary(text))
+
+
+def test_streaming_specials_across_reads(ref, tmp_path):  # type: ignore[no-untyped-def]
+    text = "a<|endoftext|>b<|endof<|endoftext|>" * 50
+    f = tmp_path / "t.txt"
+    f.write_text(text)
+    out = run("encode", str(f), "--allow-special", env={"EDGETOK_CHUNK": "5"}).stdout
+    assert ids(out) == ref.encode(text, allowed_special="all")
+    out = run("encode", str(f), "--special-as-text", env={"EDGETOK_CHUNK": "3"}).stdout
+    assert ids(out) == ref.encode(text, disallowed_special=())
+
+
+def test_disallowed_special_is_an_error(tmp_path):  # type: ignore[no-untyped-def]
+    p = run("encode", input=b"x <|endoftext|>", check=False)
+    assert p.returncode == 1
+    assert p.stderr.startswith(b"edgetok: error: ") and b"Traceback" not in p.stderr
+
+
+def test_decode(ref):  # type: ignore[no-untyped-def]
+    text = "round trip: caf\u00e9 \U0001f600\n"
+    got = run("decode", input=" ".join(map(str, ref.encode(text))).encode()).stdout
+    assert got.decode() == text
+    got = run("decode", input=json.dumps(ref.encode(text)).encode()).stdout
+    assert got.decode() == text
+    p = run("decode", input=b"1 2 100256", check=False)
+    assert p.returncode == 1 and b"100256" in p.stderr and b"Traceback" not in p.stderr
+    p = run("decode", input=b"1 two", check=False)
+    assert p.returncode == 1 and b"two" in p.stderr
+
+
+def test_count_like_wc(ref, tmp_path):  # type: ignore[no-untyped-def]
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("one two three")
+    b.write_text("four\n" * 10)
+    out = run("count", str(a), str(b)).stdout.decode().splitlines()
+    na, nb = len(ref.encode("one two three")), len(ref.encode("four\n" * 10))
+    assert [line.split() for line in out] == [[str(na), str(a)], [str(nb), str(b)], [str(na + nb), "total"]]
+    assert run("count", input=b"one two three").stdout.split() == [str(na).encode()]
+
+
+@pytest.mark.parametrize("args,input,needle", [
+    (["encode", "/no/such/file"], None, b"no such file"),
+    (["count", "/"], None, b"is a directory"),
+    (["encode"], b"ok \xff\xfe bad", b"byte 3"),
+    (["encode", "--model", "/no/such.etok"], b"x", b"no such file"),
+    (["encode", "--encoding", "nope"], b"x", b"nope"),
+])
+def test_errors_are_one_line(args, input, needle):  # type: ignore[no-untyped-def]
+    p = run(*args, input=input, check=False)
+    assert p.returncode != 0
+    assert needle in p.stderr and b"Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_errors_replace_matches_python_and_tiktoken(ref):  # type: ignore[no-untyped-def]
+    data = b"ok \xff\xfe bad \xe6\x97 end \xf0\x9f\x98"
+    text = data.decode("utf-8", "replace")
+    out = run("encode", "--errors", "replace", input=data, env={"EDGETOK_CHUNK": "2"}).stdout
+    assert ids(out) == ref.encode(text)
+
+
+def test_broken_pipe_is_quiet(corpora, tmp_path):  # type: ignore[no-untyped-def]
+    f = tmp_path / "big.txt"
+    f.write_text(corpora["english"] * 4)
+    p = subprocess.Popen([*EXE, "encode", str(f)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout is not None and p.stderr is not None
+    p.stdout.read(100)
+    p.stdout.close()
+    err = p.stderr.read()
+    p.wait(60)
+    assert err == b""
+
+
+def test_compile_and_model(ref, tmp_path):  # type: ignore[no-untyped-def]
+    import base64
+
+    # a real vocabulary: the first 5000 ranks of cl100k_base, written as a tiktoken file
+    vocab = tmp_path / "small.tiktoken"
+    ranks = sorted(ref._mergeable_ranks.items(), key=lambda kv: kv[1])[:5000]
+    vocab.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % r for t, r in ranks))
+    out = tmp_path / "small.etok"
+    run("compile", str(vocab), "-o", str(out), "--special", "<|endoftext|>=5000")
+    info = json.loads(run("info", "--model", str(out), "--verify", "--json").stdout)
+    assert info["n_vocab"] == 5001 and info["checksum"] == "ok"
+    import tiktoken
+
+    small = tiktoken.Encoding("small", pat_str=ref._pat_str, mergeable_ranks=dict(ranks),
+                              special_tokens={"<|endoftext|>": 5000})
+    text = "The quick brown fox jumps over the lazy dog.<|endoftext|> Unusual wordings!"
+    got = run("encode", "--model", str(out), "--allow-special", input=text.encode()).stdout
+    assert ids(got) == small.encode(text, allowed_special="all")
+    # the tiktoken file itself works as --model too (no special tokens: all text is ordinary)
+    got = run("encode", "--model", str(vocab), input=text.encode()).stdout
+    assert ids(got) == small.encode_ordinary(text)
+
+
+def test_help_and_version():  # type: ignore[no-untyped-def]
+    assert b"Examples" in run("--help").stdout
+    for cmd in ("encode", "decode", "count", "compile", "info", "bench"):
+        assert b"Usage" in run(cmd, "--help").stdout
+    assert b"edgetok" in run("--version").stdout

@@ -1,0 +1,132 @@
+"""edgetok's Encoding against tiktoken's, on real text and generated text."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import edgetok
+from strategies import any_text, texts
+from test_pretok import DIFFERS
+
+
+@pytest.mark.parametrize("kind", ["english", "code", "multilingual"])
+def test_real_text(enc, ref, corpora, kind):  # type: ignore[no-untyped-def]
+    text = corpora[kind]
+    got = enc.encode_ordinary(text)
+    want = ref.encode_ordinary(text)
+    assert got == want
+    assert enc.count(text, disallowed_special=()) == len(want)
+    assert enc.decode(got) == text
+
+
+@given(st.one_of(texts, any_text))
+@settings(max_examples=3000, deadline=None)
+def test_generated(enc, ref, text):  # type: ignore[no-untyped-def]
+    ids = ref.encode_ordinary(text)
+    assert enc.encode_ordinary(text) == ids
+    assert enc.count(text, disallowed_special=()) == len(ids)
+    assert enc.decode_bytes(ids) == ref.decode_bytes(ids)
+
+
+def test_unicode_version_differences(enc, ref):  # type: ignore[no-untyped-def]
+    # code points the regex module knows but tiktoken's engine does not: tiktoken decides
+    for cp in sorted(DIFFERS)[::7]:
+        c = chr(cp)
+        for t in (f"a{c}b", f" {c}{c}", f"1{c}2", f"x'{c}", f"{c} ", f" {c}\n"):
+            assert enc.encode(t) == ref.encode(t), hex(cp)
+
+
+@pytest.mark.parametrize("text", [
+    "", " ", "\n", "hello world", "Hello, World!\n", "  leading", "trailing   ", "a\r\n\r\nb",
+    "I'll we've they're it's DON'T", "1234567890", "emoji 😀👍🏽 and ZWJ 👨‍👩‍👧",
+    "\u00e9\u0301", "\x00\x01\x7f", "日本語のテキスト", "Ελληνικά Русский עברית العربية हिन्दी",
+    "=" * 10000, "a" * 100000, "😀" * 3000, " " * 5000 + "x", "1" * 9999, "ab" * 40000,
+])
+def test_edge_cases(enc, ref, text):  # type: ignore[no-untyped-def]
+    assert enc.encode(text) == ref.encode(text)
+    assert enc.decode(enc.encode(text)) == text
+
+
+def test_surrogates_replaced_like_tiktoken(enc, ref):  # type: ignore[no-untyped-def]
+    for t in ("a\ud800b", "\udfff", "x\ud83d\ude00y"):
+        assert enc.encode(t) == ref.encode(t)
+
+
+SPECIAL_CASES = [
+    ("hi <|endoftext|> there", {"allowed_special": "all"}),
+    ("hi <|endoftext|> there", {"disallowed_special": ()}),
+    ("<|fim_prefix|>a<|fim_middle|>b<|fim_suffix|>", {"allowed_special": {"<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>"}}),
+    ("x<|endofprompt|><|endoftext|>", {"allowed_special": {"<|endofprompt|>"}, "disallowed_special": ()}),
+    ("<|endoftext|><|endoftext|>", {"allowed_special": {"<|endoftext|>"}}),
+    ("a <|endoftext", {}),
+    ("<|unknown|>", {}),
+    ("<|endoftext|>", {"allowed_special": {"<|endoftext|>"}, "disallowed_special": "all"}),
+]
+
+
+@pytest.mark.parametrize("text,kw", SPECIAL_CASES)
+def test_specials(enc, ref, text, kw):  # type: ignore[no-untyped-def]
+    assert enc.encode(text, **kw) == ref.encode(text, **kw)
+    assert enc.count(text, **kw) == len(ref.encode(text, **kw))
+
+
+@pytest.mark.parametrize("text,kw", [
+    ("hi <|endoftext|>", {}),
+    ("<|fim_middle|> and <|endoftext|>", {"allowed_special": {"<|endoftext|>"}}),
+    ("<|endofprompt|>", {"disallowed_special": {"<|endofprompt|>"}}),
+])
+def test_disallowed_special_raises_like_tiktoken(enc, ref, text, kw):  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError) as want:
+        ref.encode(text, **kw)
+    with pytest.raises(ValueError) as got:
+        enc.encode(text, **kw)
+    assert str(got.value) == str(want.value)
+
+
+def test_surface(enc, ref):  # type: ignore[no-untyped-def]
+    assert enc.name == ref.name
+    assert enc.n_vocab == ref.n_vocab
+    assert enc.max_token_value == ref.max_token_value
+    assert enc.eot_token == ref.eot_token
+    assert enc.special_tokens_set == ref.special_tokens_set
+    assert enc._pat_str == ref._pat_str
+    assert enc.token_byte_values() == ref.token_byte_values()
+    for t in [0, 1, 255, 1000, 100255, 100257, 100276]:
+        assert enc.decode_single_token_bytes(t) == ref.decode_single_token_bytes(t)
+    for s in ["hello", " world", "<|endoftext|>", b"\xff"]:
+        assert enc.encode_single_token(s) == ref.encode_single_token(s)
+    with pytest.raises(KeyError):
+        ref.encode_single_token("not one token")
+    with pytest.raises(KeyError):
+        enc.encode_single_token("not one token")
+    assert "cl100k_base" in edgetok.list_encodings()
+
+
+@pytest.mark.parametrize("bad", [100256, 100261, 10**6])
+def test_decode_invalid_ids(enc, ref, bad):  # type: ignore[no-untyped-def]
+    with pytest.raises(KeyError):
+        ref.decode_single_token_bytes(bad)
+    with pytest.raises(KeyError):
+        enc.decode_single_token_bytes(bad)
+    with pytest.raises(KeyError):
+        enc.decode([1, bad])
+
+
+def test_batches(enc, ref, corpora):  # type: ignore[no-untyped-def]
+    docs = corpora["english"].split("\n\n")[:2000] + ["<|endoftext|> x"]
+    assert enc.encode_batch(docs, allowed_special="all") == ref.encode_batch(docs, allowed_special="all")
+    assert enc.encode_ordinary_batch(docs) == ref.encode_ordinary_batch(docs)
+    ids = ref.encode_ordinary_batch(docs)
+    assert enc.decode_batch(ids) == ref.decode_batch(ids)
+    assert enc.decode_tokens_bytes(ids[0]) == ref.decode_tokens_bytes(ids[0])
+
+
+def test_threads_share_one_model(enc, ref, corpora):  # type: ignore[no-untyped-def]
+    from concurrent.futures import ThreadPoolExecutor
+
+    text = corpora["code"][:300000]
+    chunks = [text[i:i + 5000] for i in range(0, len(text), 5000)]
+    with ThreadPoolExecutor(8) as ex:
+        got = list(ex.map(enc.encode_ordinary, chunks))
+    assert got == [ref.encode_ordinary(c) for c in chunks]
