@@ -14,8 +14,6 @@ class build_ext_and_models(build_ext):
         super().run()
         root = os.path.abspath(os.path.dirname(__file__))
         base = root if self.inplace else os.path.abspath(self.build_lib)
-        if not self.inplace:  # the extension is in build_lib, the sources may not be yet
-            self.copy_tree(os.path.join(root, "edgetok"), os.path.join(base, "edgetok"))
         out = os.path.join(base, "edgetok", "data")
         env = dict(os.environ, PYTHONPATH=base + os.pathsep + os.environ.get("PYTHONPATH", ""))
         subprocess.check_call([sys.executable, "-m", "edgetok.compiler", out], cwd=base, env=env)

@@ -337,5 +337,35 @@ def info(encoding: str, model: str | None, list_: bool, verify: bool, as_json: b
         sys.exit(1)
 
 
+@main.command(context_settings=CONTEXT)
+@click.argument("files", nargs=-1)
+@click.option("-e", "--encoding", default="cl100k_base", show_default=True, help="Built-in encoding.")
+@click.option("--seconds", type=click.FloatRange(0.05), default=1.0, show_default=True,
+              help="Time spent on each measurement (more is steadier).")
+@click.option("--no-compare", is_flag=True, help="Do not measure tiktoken and regex alongside.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (for collecting results).")
+def bench(files: tuple[str, ...], encoding: str, seconds: float, no_compare: bool,
+          as_json: bool) -> None:
+    """Measure this machine: encode, count and pretokenizer throughput (side by side with
+    tiktoken and the regex module when installed), cold start, peak memory.
+
+    Without FILES it uses the sample texts shipped in the package (English prose, code,
+    non-Latin scripts), so results from different boards compare.
+
+    \b
+    Examples:
+      edgetok bench
+      edgetok bench --json > pi4.json
+      edgetok bench my_corpus.txt --seconds 3
+    """
+    from . import bench as b
+
+    for f in files:
+        open_input(f).close()
+    r = b.run(encoding, files, seconds, not no_compare,
+              lambda msg: click.echo(msg, err=True) if not as_json else None)
+    click.echo(json.dumps(r, indent=2) if as_json else b.render(r))
+
+
 if __name__ == "__main__":
     main()

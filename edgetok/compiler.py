@@ -71,5 +71,8 @@ def build_builtin(out_dir: str | Path) -> list[Path]:
 if __name__ == "__main__":
     import sys
 
-    for p in build_builtin(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parent / "data"):
+    from .samples import write_shipped
+
+    out_dir = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parent / "data")
+    for p in build_builtin(out_dir) + write_shipped(out_dir):
         print(f"built {p} ({p.stat().st_size} bytes)")

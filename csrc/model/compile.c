@@ -219,7 +219,9 @@ int et_compile_bpe(const char *bytes_, const uint32_t *off, const uint32_t *ids,
     }
     memcpy(img + h.sec[ET_SEC_BYTEIDS].off, byteids, sizeof byteids);
     memcpy(img + h.sec[ET_SEC_PATTERN].off, pattern, plen);
-    h.checksum = et_checksum(img + sizeof h, pos - sizeof h);
+    h.checksum = 0;
+    memcpy(img, &h, sizeof h);
+    h.checksum = et_image_checksum(img, pos);
     memcpy(img, &h, sizeof h);
     *out = img;
     *out_len = pos;

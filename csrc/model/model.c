@@ -47,6 +47,16 @@ uint64_t et_checksum(const uint8_t *p, size_t n)
     return h;
 }
 
+uint64_t et_image_checksum(const uint8_t *img, size_t size)
+{
+    /* the header (its checksum field as zero) and everything after it */
+    et_header h;
+    memcpy(&h, img, sizeof h);
+    h.checksum = 0;
+    uint64_t a = et_checksum((const uint8_t *)&h, sizeof h);
+    return (a * 0xC2B2AE3D27D4EB4Full) ^ et_checksum(img + h.header_size, size - h.header_size);
+}
+
 static int host_is_little_endian(void)
 {
     const uint16_t one = 1;
@@ -231,7 +241,7 @@ void et_model_close(et_model *m)
 int et_model_verify(const et_model *m)
 {
     const et_header *h = (const et_header *)m->data;
-    return et_checksum(m->data + h->header_size, m->size - h->header_size) == h->checksum
+    return et_image_checksum(m->data, m->size) == h->checksum
                ? ET_OK
                : ET_E_CHECKSUM;
 }

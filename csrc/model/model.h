@@ -32,7 +32,7 @@ typedef struct {
     uint8_t magic[8]; /* "EDGETOK\0" */
     uint32_t version, header_size;
     uint64_t file_size;
-    uint64_t checksum; /* et_checksum of bytes [header_size, file_size) */
+    uint64_t checksum; /* et_image_checksum: header (this field as 0) and body */
     uint32_t kind, pretok, pretok_param, n_vocab;
     uint32_t n_cells, n_specials, max_token_len, flags;
     struct { uint64_t off, size; } sec[ET_NSEC];
@@ -70,5 +70,8 @@ static inline uint32_t et_trie_walk(const struct et_model *m, uint32_t s, const 
 }
 
 uint64_t et_checksum(const uint8_t *p, size_t n);
+/* The checksum of a whole image: header (checksum field as zero) and body; the header's
+ * header_size must already be checked to be sizeof(et_header) and <= size. */
+uint64_t et_image_checksum(const uint8_t *img, size_t size);
 
 #endif

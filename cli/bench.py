@@ -1,0 +1,193 @@
+"""`edgetok bench`: measure this machine. Throughput of encode, count and the pretokenizer
+(side by side with tiktoken and the `regex` module when they are installed), cold start and
+peak memory, on the sample texts shipped in the package or on the user's own file."""
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Callable
+
+Fn = Callable[[str], object]
+
+
+def machine() -> dict[str, Any]:
+    """What this board is: architecture, CPU model, cores, Python."""
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, val = line.partition(":")
+                if key.strip() in ("model name", "Model", "Hardware", "cpu model") and val.strip():
+                    cpu = val.strip()
+                    break
+    except OSError:
+        pass
+    return {"arch": platform.machine(), "cpu": cpu or "unknown", "cores": os.cpu_count(),
+            "system": f"{platform.system()} {platform.release()}",
+            "python": platform.python_version()}
+
+
+def per_call(fn: Fn, arg: str, seconds: float) -> float:
+    """Seconds per call of fn(arg): calls repeated for about `seconds`, the best of 3 rounds."""
+    fn(arg)  # warm: caches, page faults, lazy imports
+    best = float("inf")
+    for _ in range(3):
+        n, t0 = 0, time.perf_counter()
+        while True:
+            fn(arg)
+            n += 1
+            el = time.perf_counter() - t0
+            if el >= seconds / 3:
+                break
+        best = min(best, el / n)
+    return best
+
+
+def side_by_side(contenders: dict[str, Fn], text: str, seconds: float,
+                 rounds: int = 3) -> dict[str, float]:
+    """Median seconds per call for each contender; rounds interleave them so that drift in the
+    machine's speed (thermal throttling on a Pi, neighbours on a shared host) hits all alike."""
+    times: dict[str, list[float]] = {k: [] for k in contenders}
+    for r in range(rounds):
+        order = list(contenders)
+        if r % 2:
+            order.reverse()
+        for k in order:
+            times[k].append(per_call(contenders[k], text, seconds / rounds))
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def reference_tokenizers(name: str) -> tuple[Any, Any, str]:
+    """(tiktoken Encoding or None, compiled regex or None, note about what is missing)."""
+    notes = []
+    tk = rx = None
+    try:
+        import tiktoken
+
+        tk = tiktoken.get_encoding(name)
+    except Exception as e:  # not installed, or no vocabulary offline
+        notes.append(f"tiktoken unavailable ({type(e).__name__})")
+    try:
+        import regex
+
+        import edgetok
+
+        rx = regex.compile(edgetok.get_encoding(name)._pat_str)
+    except ImportError:
+        notes.append("regex unavailable")
+    return tk, rx, "; ".join(notes)
+
+
+def throughput(name: str, texts: dict[str, str], seconds: float, compare: bool) -> list[dict[str, Any]]:
+    import edgetok
+
+    enc = edgetok.get_encoding(name)
+    tk, rx, _ = reference_tokenizers(name) if compare else (None, None, "")
+    rows = []
+    for kind, text in texts.items():
+        nbytes = len(text.encode("utf-8"))
+        ntok = len(enc.encode_ordinary(text))
+        c: dict[str, Fn] = {"edgetok encode": enc.encode_ordinary,
+                            "edgetok count": lambda t: enc.count(t, disallowed_special=()),
+                            "edgetok pretokenize": enc.pretokenize}
+        if tk is not None:
+            c["tiktoken encode"] = tk.encode_ordinary
+        if rx is not None:
+            c["regex pretokenize"] = rx.findall
+        for k, sec in side_by_side(c, text, seconds).items():
+            rows.append({"text": kind, "what": k, "bytes": nbytes, "tokens": ntok,
+                         "seconds": sec, "MB_s": nbytes / sec / 1e6, "Mtok_s": ntok / sec / 1e6})
+    return rows
+
+
+def _child(code: str, *args: str) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code, *args], check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+COUNT_EDGETOK = "import sys; from edgetok_cli.main import main; sys.argv=['edgetok','count',sys.argv[1]]; main()"
+COUNT_TIKTOKEN = ("import sys, tiktoken; e = tiktoken.get_encoding(sys.argv[2]); "
+                  "print(len(e.encode(open(sys.argv[1], encoding='utf-8').read())))")
+# Peak RSS from /proc's VmHWM, in KiB: getrusage's ru_maxrss survives exec on Linux, so a
+# child would report its parent's peak.
+HWM = ("import re; print(re.search(r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read()).group(1))")
+PEAK_RSS = ("import sys, edgetok; e = edgetok.get_encoding(sys.argv[2]); "
+            "e.encode_ordinary(open(sys.argv[1], encoding='utf-8').read()); " + HWM)
+
+
+def cold_start(name: str, sample: str, compare: bool, runs: int = 7) -> dict[str, Any]:
+    """Median wall time of a new process counting 1 KB, as `edgetok count` and via tiktoken;
+    and the peak RSS of a process that encodes the sample."""
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as d:
+        kb, full = os.path.join(d, "1k.txt"), os.path.join(d, "sample.txt")
+        with open(kb, "w", encoding="utf-8") as f:
+            f.write(sample.encode()[:1024].decode("utf-8", "ignore"))
+        with open(full, "w", encoding="utf-8") as f:
+            f.write(sample)
+        out["python_s"] = statistics.median(_child("pass") for _ in range(runs))
+        out["edgetok_count_1k_s"] = statistics.median(_child(COUNT_EDGETOK, kb) for _ in range(runs))
+        if compare:
+            try:
+                _child(COUNT_TIKTOKEN, kb, name)
+                out["tiktoken_count_1k_s"] = statistics.median(
+                    _child(COUNT_TIKTOKEN, kb, name) for _ in range(runs))
+            except (subprocess.CalledProcessError, OSError):
+                pass
+        if os.path.exists("/proc/self/status"):
+            p = subprocess.run([sys.executable, "-c", PEAK_RSS, full, name], capture_output=True,
+                               text=True, check=True)
+            base = subprocess.run([sys.executable, "-c", HWM], capture_output=True, text=True,
+                                  check=True)
+            out["peak_rss_mb"] = int(p.stdout) / 1024
+            out["python_rss_mb"] = int(base.stdout) / 1024
+        out["sample_bytes"] = len(sample.encode())
+    return out
+
+
+def run(name: str, files: tuple[str, ...], seconds: float, compare: bool,
+        progress: Callable[[str], None]) -> dict[str, Any]:
+    import edgetok
+    from edgetok import samples
+
+    texts = {os.path.basename(f): open(f, encoding="utf-8", errors="replace").read() for f in files}
+    texts = texts or samples.shipped()
+    enc = edgetok.get_encoding(name)
+    result: dict[str, Any] = {"machine": machine(), "encoding": name,
+                              "model_memory": enc.model.backing, "edgetok": edgetok.__version__}
+    if compare:
+        result["reference"] = reference_tokenizers(name)[2] or "tiktoken and regex"
+    progress("throughput (single thread)...")
+    result["throughput"] = throughput(name, texts, seconds, compare)
+    progress("cold start and memory...")
+    result["start"] = cold_start(name, "\n".join(texts.values()), compare)
+    return result
+
+
+def render(r: dict[str, Any]) -> str:
+    m = r["machine"]
+    lines = [f"machine   {m['arch']}, {m['cpu']}, {m['cores']} cores, {m['system']}, Python {m['python']}",
+             f"encoding  {r['encoding']} (model in {r['model_memory']} memory), edgetok {r['edgetok']}"]
+    if r.get("reference"):
+        lines.append(f"compared  {r['reference']}")
+    lines += ["", f"{'text':<14} {'what':<22} {'MB/s':>8} {'Mtok/s':>8} {'vs ref':>8}"]
+    by = {(x["text"], x["what"]): x for x in r["throughput"]}
+    for x in r["throughput"]:
+        ref = {"edgetok encode": "tiktoken encode", "edgetok count": "tiktoken encode",
+               "edgetok pretokenize": "regex pretokenize"}.get(x["what"])
+        base = by.get((x["text"], ref or ""))
+        ratio = f"{base['seconds'] / x['seconds']:.1f}x" if base else ""
+        lines.append(f"{x['text']:<14} {x['what']:<22} {x['MB_s']:>8.1f} {x['Mtok_s']:>8.2f} {ratio:>8}")
+    s = r["start"]
+    lines += ["", f"cold start: `edgetok count` of 1 KB {s['edgetok_count_1k_s'] * 1e3:.0f} ms"
+              + (f", via tiktoken {s['tiktoken_count_1k_s'] * 1e3:.0f} ms" if "tiktoken_count_1k_s" in s else "")
+              + f" (bare python {s['python_s'] * 1e3:.0f} ms)",
+              f"peak RSS encoding {s['sample_bytes'] / 1e6:.1f} MB of text: {s['peak_rss_mb']:.0f} MB "
+              f"(bare python {s['python_rss_mb']:.0f} MB)" if "peak_rss_mb" in s else ""]
+    return "\n".join(lines)

@@ -1,0 +1,91 @@
+/* etok: the C core with no Python, for sanitizer runs, profiling and as an example of the API.
+ *
+ *   etok encode MODEL [FILE]   ids of FILE (default stdin), space-separated
+ *   etok count MODEL [FILE]    number of ids
+ *   etok pretok MODEL [FILE]   byte end offset of each piece
+ *   etok verify MODEL          full validation and checksum
+ *
+ * Exit status: 0 ok, 1 a library error (message on stderr), 2 usage. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "edgetok.h"
+
+static char *read_all(FILE *f, size_t *len) {
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf) return NULL;
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
+        char *grown = realloc(buf, cap *= 2);
+        if (!grown) { free(buf); return NULL; }
+        buf = grown;
+    }
+    *len = n;
+    return buf;
+}
+
+static int fail(const char *what, int rc) {
+    fprintf(stderr, "etok: %s: %s\n", what, et_strerror(rc));
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3 || argc > 4) {
+        fprintf(stderr, "usage: etok encode|count|pretok|verify MODEL [FILE]\n");
+        return 2;
+    }
+    const char *cmd = argv[1];
+    et_model *m = NULL;
+    int rc = et_model_open(argv[2], strcmp(cmd, "verify") == 0 ? ET_LOAD_VERIFY : 0, &m);
+    if (rc) return fail(argv[2], rc);
+    if (strcmp(cmd, "verify") == 0) {
+        printf("ok: %u tokens, %zu bytes, %s\n", et_model_n_vocab(m), et_model_size(m), et_model_backing(m));
+        et_model_close(m);
+        return 0;
+    }
+    FILE *f = argc == 4 ? fopen(argv[3], "rb") : stdin;
+    if (!f) { perror(argv[3]); et_model_close(m); return 1; }
+    size_t len = 0;
+    char *text = read_all(f, &len);
+    if (f != stdin) fclose(f);
+    size_t cap = et_encode_bound(len) + 1, wsize = et_ws_size(0), done = 0, total = 0;
+    uint32_t *ids = malloc(cap * sizeof *ids);
+    size_t *ends = malloc(cap * sizeof *ends);
+    void *mem = malloc(wsize);
+    if (!text || !ids || !ends || !mem) { fprintf(stderr, "etok: out of memory\n"); return 1; }
+    while (rc == 0 && done < len) {
+        et_ws *ws = et_ws_init(m, mem, wsize);
+        size_t n = 0, used = 0;
+        if (strcmp(cmd, "count") == 0) {
+            rc = et_count(ws, text + done, len - done, ET_FINAL, &n, &used);
+        } else if (strcmp(cmd, "encode") == 0) {
+            rc = et_encode(ws, text + done, len - done, ET_FINAL, ids, cap, &n, &used);
+            for (size_t i = 0; i < n; i++) printf(total + i ? " %u" : "%u", ids[i]);
+        } else if (strcmp(cmd, "pretok") == 0) {
+            rc = et_pretokenize(m, text + done, len - done, ET_FINAL, ends, cap, &n, &used);
+            for (size_t i = 0; i < n; i++) printf(total + i ? " %zu" : "%zu", done + ends[i]);
+        } else {
+            fprintf(stderr, "etok: unknown command %s\n", cmd);
+            rc = -1;
+            break;
+        }
+        total += n;
+        done += used;
+        if (rc == ET_E_WORKSPACE) {  /* a long piece: grow the workspace and go on */
+            wsize = et_ws_size(et_ws_need(ws));
+            free(mem);
+            if (!(mem = malloc(wsize))) { fprintf(stderr, "etok: out of memory\n"); return 1; }
+            rc = 0;
+        }
+    }
+    if (strcmp(cmd, "count") == 0) printf("%zu", total);
+    printf("\n");
+    free(text); free(ids); free(ends); free(mem);
+    et_model_close(m);
+    if (rc > 0) return fail("encode", rc);
+    return rc ? 2 : 0;
+}

@@ -1,0 +1,95 @@
+"""The C core built on its own with AddressSanitizer and UndefinedBehaviorSanitizer (the
+csrc/tools/etok driver), on real text against tiktoken, on arbitrary bytes, and on corrupted
+model files, which must fail cleanly or work, never touch memory they should not."""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ["csrc/tools/etok.c", "csrc/model/model.c", "csrc/model/compile.c", "csrc/bpe/bpe.c"]
+ENV = {**os.environ, "ASAN_OPTIONS": "exitcode=99:detect_leaks=1",
+       "UBSAN_OPTIONS": "halt_on_error=1:exitcode=98:print_stacktrace=1"}
+
+
+@pytest.fixture(scope="module")
+def etok(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    exe = tmp_path_factory.mktemp("asan") / "etok"
+    subprocess.run([cc, "-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
+                    "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                    "-fno-omit-frame-pointer", "-Icsrc/include", "-Icsrc", *SOURCES, "-o", str(exe)],
+                   cwd=ROOT, check=True)
+    return exe
+
+
+@pytest.fixture(scope="module")
+def model(enc) -> str:  # type: ignore[no-untyped-def]
+    return enc.model.source
+
+
+def etok_run(exe: Path, *args: str, data: bytes | None = None) -> subprocess.CompletedProcess:
+    p = subprocess.run([str(exe), *args], input=data, capture_output=True, env=ENV, timeout=300)
+    assert p.returncode not in (98, 99), p.stderr.decode()[-3000:]
+    return p
+
+
+def test_real_text(etok, model, ref, corpora, tmp_path):  # type: ignore[no-untyped-def]
+    for kind, text in corpora.items():
+        text = text[:200000]
+        f = tmp_path / f"{kind}.txt"
+        f.write_text(text, encoding="utf-8")
+        p = etok_run(etok, "encode", model, str(f))
+        assert p.returncode == 0
+        assert [int(x) for x in p.stdout.split()] == ref.encode_ordinary(text), kind
+        assert int(etok_run(etok, "count", model, str(f)).stdout) == len(ref.encode_ordinary(text))
+
+
+def test_long_pieces_grow_the_workspace(etok, model, ref):  # type: ignore[no-untyped-def]
+    for text in ("x" * 70000, "\u00e9" * 30000 + "!", " " * 50000 + "a", "7" * 9000, "=+" * 20000):
+        p = etok_run(etok, "encode", model, data=text.encode())
+        assert [int(x) for x in p.stdout.split()] == ref.encode_ordinary(text)
+
+
+def test_arbitrary_bytes(etok, model, enc):  # type: ignore[no-untyped-def]
+    rng = random.Random(1)
+    for n in (1, 2, 3, 7, 64, 1000, 20000):
+        data = bytes(rng.choice(b"\x80\xbf\xc0\xc3\xe0\xe6\xed\xf0\xf4\xf5\xff 'a1\n\r") for _ in range(n))
+        p = etok_run(etok, "encode", model, data=data)
+        assert p.returncode == 0
+        assert [int(x) for x in p.stdout.split()] == enc.model.encode(data)[0]
+        p = etok_run(etok, "pretok", model, data=data)
+        assert [int(x) for x in p.stdout.split()] == enc.model.pretokenize(data)
+
+
+def test_corrupted_models(etok, model, tmp_path):  # type: ignore[no-untyped-def]
+    image = Path(model).read_bytes()
+    rng = random.Random(2)
+    sample = tmp_path / "in.txt"
+    sample.write_text("Hello, world! Corrupted models must never crash: 12345 'll \u00e9\u00e9 \U0001f600\n")
+    cases = [image[:n] for n in (0, 7, 64, 191, 192, 193, 4096, len(image) // 2, len(image) - 1)]
+    for _ in range(60):  # bytes flipped in the header, where every offset and size lives
+        b = bytearray(image)
+        for _ in range(rng.randint(1, 4)):
+            b[rng.randrange(192)] ^= 1 << rng.randrange(8)
+        cases.append(bytes(b))
+    for _ in range(40):  # bytes overwritten anywhere: trie cells, offsets, token bytes
+        b = bytearray(image)
+        for _ in range(rng.randint(1, 200)):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        cases.append(bytes(b))
+    bad = tmp_path / "bad.etok"
+    for i, case in enumerate(cases):
+        bad.write_bytes(case)
+        p = etok_run(etok, "encode", str(bad), str(sample))
+        assert p.returncode in (0, 1), (i, p.stderr)
+        v = etok_run(etok, "verify", str(bad))
+        if case != image:
+            assert v.returncode == 1, i  # the checksum (or validation) catches every change
