@@ -143,7 +143,7 @@ class Model:
             n += res[0]
             pos += res[1]
             if rc == lib.ET_OK:
-                ids = ffi.unpack(out, n)
+                ids = memoryview(ffi.buffer(out, 4 * n)).cast("I").tolist()
                 if end > _KEEP_OUT:
                     self._scratch.out, self._scratch.out_cap = None, 0
                 return ids, pos

@@ -21,6 +21,12 @@
 
 #include "../unicode/ucd.h"
 
+#if defined(__GNUC__) || defined(__clang__)
+#define ET_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define ET_ALWAYS_INLINE
+#endif
+
 enum { C_L, C_N, C_SP, C_NL, C_WS, C_AP, C_P, C_END };
 
 #define M_(c) (1u << (c))
@@ -78,16 +84,20 @@ static inline unsigned et_cl_cat(const uint8_t *t, size_t len, size_t i, size_t 
     return et_cl_cat_slow(t, len, i, n);
 }
 
-/* First position >= i whose character's category is not in mask. */
+/* First position >= i whose character's category is not in mask. ASCII runs take the inner
+ * loop: one table load and one bit test per byte. */
 static inline size_t et_cl_run(const uint8_t *t, size_t len, size_t i, unsigned mask)
 {
-    while (i < len) {
+    for (;;) {
+        while (i < len && t[i] < 0x80u) {
+            if (!((mask >> et_cl_ascii[t[i]]) & 1u)) return i;
+            i++;
+        }
+        if (i >= len) return i;
         size_t n;
-        unsigned k = et_cl_cat(t, len, i, &n);
-        if (!((mask >> k) & 1u)) break;
+        if (!((mask >> et_cl_cat_slow(t, len, i, &n)) & 1u)) return i;
         i += n;
     }
-    return i;
 }
 
 /* \s++$ | \s*[\r\n] | \s+(?!\S) | \s, for a piece starting with whitespace at i. */
@@ -137,7 +147,7 @@ static inline size_t et_cl_contraction(const uint8_t *t, size_t len, size_t j)
 }
 
 /* End of the piece that starts at i (i < len). */
-static inline size_t et_cl100k_next(const uint8_t *t, size_t len, size_t i, unsigned maxdig)
+ET_ALWAYS_INLINE static inline size_t et_cl100k_next(const uint8_t *t, size_t len, size_t i, unsigned maxdig)
 {
     size_t n0, n1 = 0;
     unsigned c0 = et_cl_cat(t, len, i, &n0);
