@@ -94,7 +94,7 @@ def throughput(name: str, texts: dict[str, str], seconds: float, compare: bool) 
         ntok = len(enc.encode_ordinary(text))
         c: dict[str, Fn] = {"edgetok encode": enc.encode_ordinary,
                             "edgetok count": lambda t: enc.count(t, disallowed_special=()),
-                            "edgetok pretokenize": enc.pretokenize}
+                            "edgetok pretokenize": lambda t: enc.model.pretokenize(t.encode())}
         if tk is not None:
             c["tiktoken encode"] = tk.encode_ordinary
         if rx is not None:

@@ -8,7 +8,9 @@ a longer text or piece shows up.
 from __future__ import annotations
 
 import threading
-from typing import Iterable, Iterator
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings
+    from typing import Iterable, Iterator
 
 from ._native import ffi, lib
 

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import AbstractSet, Collection, Iterator, Literal, Sequence
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings
+    from typing import AbstractSet, Collection, Iterator, Literal, Sequence
 
 from ._ffi import Model
 

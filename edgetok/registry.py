@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from .encoding import Encoding

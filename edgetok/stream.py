@@ -3,7 +3,9 @@ the ids of encoding the whole text at once; and decode ids into text as they com
 from __future__ import annotations
 
 import codecs
-from typing import AbstractSet, BinaryIO, Collection, Iterable, Iterator, Literal
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings
+    from typing import AbstractSet, BinaryIO, Collection, Iterable, Iterator, Literal
 
 from .encoding import Encoding, _utf8
 
