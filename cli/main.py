@@ -323,7 +323,10 @@ def info(encoding: str, model: str | None, list_: bool, verify: bool, as_json: b
         "name": enc.name, "model": m.source, "n_vocab": enc.n_vocab,
         "special_tokens": dict(sorted(enc._special_tokens.items(), key=lambda kv: kv[1])),
         "pretokenizer": f"Peek2 cl100k (regex-free, digit groups of {m.pretok_param})",
-        "pattern": m.pattern, "model_bytes": m.size, "max_token_bytes": m.max_token_len,
+        "pattern": m.pattern,
+        "bpe": "exact merges; long pieces: " + ("linear backtracking" if m.backtracks else
+                                                "heap (tokens not all reachable by merges)"),
+        "model_bytes": m.size, "max_token_bytes": m.max_token_len,
         "memory": m.backing,
     }
     if verify:

@@ -33,6 +33,7 @@ const char *et_model_pattern(const et_model *m);    /* the regex recorded in the
 const char *et_model_backing(const et_model *m);     /* mmap, hugetlb, thp, heap, buffer */
 size_t et_model_size(const et_model *m);
 uint32_t et_model_max_token_len(const et_model *m);
+int et_model_backtracks(const et_model *m);
 int et_token_bytes(const et_model *m, uint32_t id, const uint8_t **ptr, size_t *len);
 int et_token_lookup(const et_model *m, const char *s, size_t len, uint32_t *id);
 size_t et_ws_size(size_t max_piece);                 /* workspace bytes for pieces <= max */

@@ -89,6 +89,11 @@ class Model:
     def max_token_len(self) -> int:
         return lib.et_model_max_token_len(self._h)
 
+    @property
+    def backtracks(self) -> bool:
+        """Long pieces take the linear backtracking encoder (else a heap, O(n log n))."""
+        return bool(lib.et_model_backtracks(self._h))
+
     def verify(self) -> bool:
         return lib.et_model_verify(self._h) == lib.ET_OK
 

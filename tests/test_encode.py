@@ -130,3 +130,33 @@ def test_threads_share_one_model(enc, ref, corpora):  # type: ignore[no-untyped-
     with ThreadPoolExecutor(8) as ex:
         got = list(ex.map(enc.encode_ordinary, chunks))
     assert got == [ref.encode_ordinary(c) for c in chunks]
+
+
+# Long pieces take the backtracking encoder (more than 64 bytes without a pretokenizer cut).
+long_pieces = st.builds(
+    lambda parts, n: "".join(parts) * n,
+    st.lists(st.sampled_from(["a", "b", "ab", "=", "-", "*", "e", "ll", "\u00e9", "\u4e2d", "\U0001f600",
+                              "x", "Q", "0"]), min_size=1, max_size=6),
+    st.integers(20, 400),
+)
+
+
+@given(long_pieces)
+@settings(max_examples=400, deadline=None)
+def test_long_pieces(enc, ref, text):  # type: ignore[no-untyped-def]
+    assert enc.encode_ordinary(text) == ref.encode_ordinary(text)
+
+
+@given(st.text(st.sampled_from("abcdefghijklmnop=-_*#!\u00e9\u00fc"), min_size=65, max_size=3000))
+@settings(max_examples=300, deadline=None)
+def test_long_random_pieces(enc, ref, text):  # type: ignore[no-untyped-def]
+    assert enc.encode_ordinary(text) == ref.encode_ordinary(text)
+
+
+def test_megabyte_pieces(enc, ref):  # type: ignore[no-untyped-def]
+    import random
+
+    rng = random.Random(5)
+    for text in ("a" * 1_000_000, "=" * 300_000,
+                 "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") for _ in range(300_000))):
+        assert enc.encode_ordinary(text) == ref.encode_ordinary(text)

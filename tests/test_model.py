@@ -33,13 +33,13 @@ def test_loading_paths_agree(enc, ref, image, tmp_path, corpora):  # type: ignor
 
 
 def test_truncated_and_damaged_images_fail_cleanly(image):  # type: ignore[no-untyped-def]
-    for n in (0, 1, 8, 100, 191, 192, 1000, len(image) - 8, len(image) - 1):
+    for n in (0, 1, 8, 100, 255, 256, 1000, len(image) - 8, len(image) - 1):
         with pytest.raises(ModelError):
             Model.from_bytes(image[:n])
     rng = random.Random(3)
     for _ in range(200):
         b = bytearray(image)
-        b[rng.randrange(192)] ^= 1 << rng.randrange(8)
+        b[rng.randrange(256)] ^= 1 << rng.randrange(8)
         try:
             m = Model.from_bytes(bytes(b))
         except ModelError:
@@ -81,3 +81,25 @@ def test_unicode_tables_are_generated(image):  # type: ignore[no-untyped-def]
         pytest.skip(f"tables are derived with regex 2026.5.9, not {regex.__version__}")
     p = subprocess.run([sys.executable, str(gen), "--check"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+
+
+def test_vocabulary_without_backtracking_uses_the_heap(ref, tmp_path):  # type: ignore[no-untyped-def]
+    import tiktoken
+
+    from edgetok.compiler import compile_tiktoken
+
+    # the first 1000 ranks of cl100k_base plus a token that BPE cannot make from its own
+    # bytes: the compiler must notice and keep long pieces off the backtracking encoder
+    ranks = dict(sorted(ref._mergeable_ranks.items(), key=lambda kv: kv[1])[:1000])
+    ranks[b"qqzzqqzz"] = 1000
+    small = tiktoken.Encoding("small", pat_str=ref._pat_str, mergeable_ranks=ranks, special_tokens={})
+    assert 1000 not in small.encode_ordinary("qqzzqqzz" * 3)  # merges never make it
+    import base64
+
+    f = tmp_path / "v.tiktoken"
+    f.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % r for t, r in ranks.items()))
+    mine = edgetok.load(f)
+    assert not mine.model.backtracks
+    for text in ("qqzzqqzz" * 50, "abracadabra" * 30, "the quick brown fox " * 20, "=" * 500):
+        assert mine.encode_ordinary(text) == small.encode_ordinary(text)
+    assert edgetok.get_encoding("cl100k_base").model.backtracks

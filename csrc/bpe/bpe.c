@@ -1,27 +1,42 @@
 /* csrc/bpe: exact byte-pair encoding with tiktoken's semantics, and the encode loop.
  *
- * A piece (from the pretokenizer) that is itself a token is one trie walk. Otherwise the
- * piece starts as single bytes and the adjacent pair whose concatenation has the lowest rank
- * (the leftmost among equals) is merged until no pair is a token -- exactly tiktoken's
- * byte_pair_merge. The rank of a pair is found by walking the trie from the left part's cell
- * over the right part's bytes. Short pieces use tiktoken's array scan; long ones a binary heap
- * with lazy deletion (O(n log n)), which merges in the same order. All scratch memory is the
- * caller's workspace.
+ * A piece (from the pretokenizer) that is itself a token is one trie walk. Otherwise:
+ * - short pieces run tiktoken's byte_pair_merge: start from single bytes and merge the
+ *   adjacent pair whose concatenation has the lowest rank (leftmost among equals) until no
+ *   pair is a token; the rank of a pair is a trie step from the left part's cell over the
+ *   right part's bytes;
+ * - long pieces use the backtracking encoder of GitHub's `bpe` crate, linear in practice:
+ *   take the longest token at the current position if it forms a valid pair with the token
+ *   before it (BPE of the two tokens' bytes gives exactly those two tokens), else the next
+ *   shorter prefix token; when none fits, pop the previous token and mark the position as a
+ *   dead end. Validity unwinds the two tokens' merge histories (the SPLIT table) and asks, at
+ *   each step, whether BPE would rather have merged across the boundary;
+ * - models whose tables are not consistent (see ET_FLAG_BACKTRACK) use a binary heap with lazy
+ *   deletion for long pieces instead (O(n log n)), which merges in tiktoken's order.
+ * Ranks are token ids (tiktoken vocabularies). All scratch memory is the caller's workspace.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../model/model.h"
 #include "../pretok/cl100k.h"
 
-#define SMALL_PIECE 64u  /* pieces up to this many bytes use the array scan */
+#ifndef SMALL_PIECE_OVERRIDE
+#define SMALL_PIECE 64u /* pieces up to this many bytes use the array scan (measured: bench) */
+#else
+#define SMALL_PIECE SMALL_PIECE_OVERRIDE
+#endif
 #define WS_PER_BYTE 48u  /* workspace bytes per piece byte (see heap_merge) */
 #define WS_MIN_PIECE 256u
+
+#define PAIR_CACHE 8192u /* valid_pair answers remembered per workspace (a power of 2) */
 
 struct et_ws {
     const et_model *m;
     size_t cap;  /* longest piece the workspace can merge */
     size_t need; /* set with ET_E_WORKSPACE */
     uint64_t *mem;
+    uint64_t pairs[PAIR_CACHE]; /* a << 32 | b, with the answer in b's top bit; 0 = empty */
 };
 
 size_t et_ws_size(size_t max_piece)
@@ -41,15 +56,16 @@ et_ws *et_ws_init(const et_model *m, void *mem, size_t size)
     if (ws->cap > 0xFFFFFFF0u) ws->cap = 0xFFFFFFF0u; /* positions are 32-bit */
     ws->need = 0;
     ws->mem = (uint64_t *)((uint8_t *)mem + head);
+    memset(ws->pairs, 0, sizeof ws->pairs);
     return ws;
 }
 
 size_t et_ws_need(const et_ws *ws) { return ws->need; }
 
-/* tiktoken's byte_pair_merge for a short piece p[0..n), n >= 2. Returns the part count; the
- * ids are left in ids[0..count). */
+/* tiktoken's byte_pair_merge for a short piece p[0..n), n >= 2, stopping when `stop` parts
+ * are left (1: run to the end). Returns the part count; the ids are left in ids[0..count). */
 static size_t small_merge(const et_model *m, const uint8_t *p, uint32_t n, uint64_t *mem,
-                          uint32_t *ids)
+                          uint32_t *ids, uint32_t stop)
 {
     uint32_t *bnd = (uint32_t *)mem, *node = bnd + n + 1, *pnode = node + n, *rank = pnode + n;
     for (uint32_t i = 0; i <= n; i++) bnd[i] = i;
@@ -60,7 +76,7 @@ static size_t small_merge(const et_model *m, const uint8_t *p, uint32_t n, uint6
     }
     uint32_t parts = n;
     rank[parts - 1] = ET_NONE;
-    for (;;) {
+    while (parts > stop) {
         uint32_t best = ET_NONE, k = 0;
         for (uint32_t i = 0; i + 1 < parts; i++)
             if (rank[i] < best) { best = rank[i]; k = i; }
@@ -79,6 +95,166 @@ static size_t small_merge(const et_model *m, const uint8_t *p, uint32_t n, uint6
     }
     for (uint32_t i = 0; i < parts; i++) ids[i] = m->values[node[i]];
     return parts;
+}
+
+/* The token made of token a's bytes followed by token b's, or ET_NONE. */
+static uint32_t concat(const et_model *m, uint32_t a, uint32_t b)
+{
+    const uint8_t *q = NULL, *qa = NULL;
+    uint32_t lb = et_tok(m, b, &q), la = et_tok(m, a, &qa);
+    uint32_t s = a < m->n_vocab ? m->tnode[a] : ET_NONE;
+    if (!lb || s >= m->n_cells || la + lb > m->max_token_len) return ET_NONE;
+    s = et_trie_walk(m, s, q, lb);
+    return s == ET_NONE ? ET_NONE : m->values[s];
+}
+
+/* Whether BPE of a's bytes followed by b's gives exactly [a, b]: unwind the later of the two
+ * merges across the boundary, one step at a time, and fail as soon as BPE would have merged
+ * the two current parts (a lower rank than the merge it is being compared with). */
+static int valid_pair(const et_model *m, uint32_t a, uint32_t b)
+{
+    uint32_t limit = ET_NONE;
+    for (uint32_t guard = 2 * m->max_token_len + 2; guard; guard--) {
+        uint32_t c = concat(m, a, b);
+        if (c != ET_NONE && c < limit) return 0;
+        if (a >= m->n_vocab || b >= m->n_vocab) return 0;
+        if (a > b) {
+            limit = a;
+            a = m->split[2u * a + 1u];
+            if (a == limit) {
+                limit = b + 1u;
+                b = m->split[2u * b];
+                if (b + 1u == limit) return 1;
+            }
+        } else {
+            limit = b + 1u;
+            b = m->split[2u * b];
+            if (b + 1u == limit) {
+                limit = a;
+                a = m->split[2u * a + 1u];
+                if (a == limit) return 1;
+            }
+        }
+    }
+    return 1; /* only a damaged model gets here */
+}
+
+/* valid_pair, remembered: repetitive long pieces ask about the same few pairs again and again. */
+static int valid_pair_cached(et_ws *ws, uint32_t a, uint32_t b)
+{
+    if ((a | b) >> 31) return valid_pair(ws->m, a, b); /* ids fit in 31 bits (checked at load) */
+    uint64_t key = (uint64_t)a << 32 | b;
+    uint64_t *slot = &ws->pairs[(uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 51) & (PAIR_CACHE - 1)];
+    if ((*slot & ~(uint64_t)0x80000000u) == key && *slot) return (int)(*slot >> 31 & 1u);
+    int ok = valid_pair(ws->m, a, b);
+    *slot = key | (uint64_t)ok << 31;
+    return ok;
+}
+
+/* The longest token that p[0..n) starts with (n >= 1; single bytes always are tokens). */
+static uint32_t longest_match(const et_model *m, const uint8_t *p, size_t n)
+{
+    uint32_t s = 0, best = m->byteids[p[0]];
+    if (n > m->max_token_len) n = m->max_token_len;
+    for (size_t i = 0; i < n; i++) {
+        s = et_trie_next(m, s, p[i]);
+        if (s == ET_NONE) break;
+        if (m->values[s] != ET_NONE) best = m->values[s];
+    }
+    return best;
+}
+
+/* The backtracking encoder (see the top of the file) for p[0..n), n >= 1. mem holds a bit per
+ * position (1: not yet a dead end); the ids go to ids[0..n). Returns the id count, or 0 if the
+ * model's tables are damaged. */
+static size_t bt_merge(et_ws *ws, const et_model *m, const uint8_t *p, uint32_t n,
+                       uint64_t *mem, uint32_t *ids)
+{
+    uint64_t *live = mem;
+    memset(live, 0xFF, ((size_t)n / 64 + 1) * 8);
+    size_t top = 0;
+    uint32_t pos = 0, next = longest_match(m, p, n);
+    /* the last longest match: a position whose next max_token_len bytes repeat those of
+     * `seen` has the same longest match (repetitive runs skip the trie walk) */
+    uint32_t seen = 0, seen_tok = next, w = m->max_token_len;
+    while (pos < n) {
+        uint32_t tok = next, last = top ? ids[top - 1] : ET_NONE;
+        for (;;) {
+            const uint8_t *q;
+            uint32_t len = et_tok(m, tok, &q);
+            if (len && len <= n - pos && (live[(pos + len) >> 6] >> ((pos + len) & 63) & 1u) &&
+                (last == ET_NONE || (ws ? valid_pair_cached(ws, last, tok) : valid_pair(m, last, tok)))) {
+                ids[top++] = tok;
+                pos += len;
+                if (pos >= n) break;
+                if (n - pos >= w && n - seen >= w && memcmp(p + pos, p + seen, w) == 0) {
+                    next = seen_tok;
+                } else {
+                    next = longest_match(m, p + pos, n - pos);
+                    seen = pos;
+                    seen_tok = next;
+                }
+                break;
+            }
+            uint32_t shorter = tok < m->n_vocab ? m->prefix[tok] : ET_NONE;
+            if (shorter != ET_NONE) {
+                tok = shorter;
+                continue;
+            }
+            live[pos >> 6] &= ~((uint64_t)1 << (pos & 63)); /* no way on from pos */
+            if (!top) return 0;
+            top--;
+            uint32_t back = et_tok(m, last, &q);
+            if (!back || back > pos) return 0;
+            pos -= back;
+            next = last;
+            break;
+        }
+    }
+    return top;
+}
+
+int et_bpe_tables(const et_model *m, uint32_t *split, uint32_t *prefix, uint32_t *tnode)
+{
+    /* scratch for merging one token's bytes (small_merge: 4 arrays) and for bt_merge */
+    size_t cap = (size_t)m->max_token_len + 1;
+    uint64_t *mem = malloc(cap * 16 + 64);
+    uint32_t *ids = malloc(cap * 4);
+    int ok = 1;
+    if (!mem || !ids) { free(mem); free(ids); return -1; }
+    for (uint32_t t = 0; t < m->n_vocab; t++) {
+        const uint8_t *q = NULL;
+        uint32_t len = et_tok(m, t, &q), s = 0, pre = ET_NONE;
+        split[2 * t] = split[2 * t + 1] = t;
+        for (uint32_t i = 0; i < len && s != ET_NONE; i++) {
+            if (i && m->values[s] != ET_NONE) pre = m->values[s];
+            s = et_trie_next(m, s, q[i]);
+        }
+        int ordinary = len && s != ET_NONE && m->values[s] == t; /* specials are not in the trie */
+        tnode[t] = ordinary ? s : ET_NONE;
+        prefix[t] = ordinary ? pre : ET_NONE;
+        if (!ordinary || len < 2) continue;
+        if (small_merge(m, q, len, mem, ids, 2) != 2 || concat(m, ids[0], ids[1]) != t ||
+            ids[0] >= t || ids[1] >= t) {
+            ok = 0; /* a token that BPE cannot make from its own bytes, or not from lower ranks */
+            continue;
+        }
+        split[2 * t] = ids[0];
+        split[2 * t + 1] = ids[1];
+    }
+    /* every token must be what the backtracking encoder makes of its bytes (as the crate checks) */
+    et_model probe = *m;
+    probe.split = split;
+    probe.prefix = prefix;
+    probe.tnode = tnode;
+    for (uint32_t t = 0; ok && t < m->n_vocab; t++) {
+        const uint8_t *q = NULL;
+        uint32_t len = et_tok(m, t, &q);
+        if (tnode[t] != ET_NONE && (bt_merge(NULL, &probe, q, len, mem, ids) != 1 || ids[0] != t)) ok = 0;
+    }
+    free(mem);
+    free(ids);
+    return ok;
 }
 
 /* Min-heap of (rank << 32 | position): pops the lowest rank, leftmost first. */
@@ -186,8 +362,16 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
             }
             /* the ids go after the merge arrays (44 bytes per piece byte, see heap_merge) */
             uint32_t *tmp = (uint32_t *)((uint8_t *)ws->mem + 44u * (ws->cap + 1));
-            k = plen <= SMALL_PIECE ? small_merge(m, t + i, (uint32_t)plen, ws->mem, tmp)
-                                    : heap_merge(m, t + i, (uint32_t)plen, ws->mem, tmp);
+            if (plen <= SMALL_PIECE)
+                k = small_merge(m, t + i, (uint32_t)plen, ws->mem, tmp, 1);
+            else if (m->flags & ET_FLAG_BACKTRACK)
+                k = bt_merge(ws, m, t + i, (uint32_t)plen, ws->mem, tmp);
+            else
+                k = heap_merge(m, t + i, (uint32_t)plen, ws->mem, tmp);
+            if (!k) {
+                rc = ET_E_FORMAT;
+                break;
+            }
             ids = tmp;
         }
         if (out) {

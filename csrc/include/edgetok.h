@@ -76,6 +76,10 @@ const char *et_model_pattern(const et_model *m);
 size_t et_model_size(const et_model *m);
 uint32_t et_model_max_token_len(const et_model *m);
 
+/* Whether long pieces take the linear backtracking encoder (1) or the O(n log n) heap (0):
+ * the compiler enables backtracking when every token is the BPE of its own bytes. */
+int et_model_backtracks(const et_model *m);
+
 /* The bytes of token id (ordinary or special): *ptr points into the model, valid while it is
  * loaded. ET_E_TOKEN when the model has no such id. */
 int et_token_bytes(const et_model *m, uint32_t id, const uint8_t **ptr, size_t *len);

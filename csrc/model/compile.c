@@ -181,7 +181,8 @@ int et_compile_bpe(const char *bytes_, const uint32_t *off, const uint32_t *ids,
 
     size_t plen = strlen(pattern) + 1;
     size_t sz[ET_NSEC] = {(size_t)d.used * 8, (size_t)d.used * 4, ((size_t)n_vocab + 1) * 4,
-                          blob_size, (size_t)ns * 4, 256 * 4, plen, 0};
+                          blob_size, (size_t)ns * 4, 256 * 4, plen, (size_t)n_vocab * 8,
+                          (size_t)n_vocab * 4, (size_t)n_vocab * 4, 0, 0};
     et_header h;
     memset(&h, 0, sizeof h);
     size_t pos = align64(sizeof h);
@@ -221,6 +222,17 @@ int et_compile_bpe(const char *bytes_, const uint32_t *off, const uint32_t *ids,
     memcpy(img + h.sec[ET_SEC_PATTERN].off, pattern, plen);
     h.checksum = 0;
     memcpy(img, &h, sizeof h);
+    {   /* the backtracking encoder's tables, computed with the model as laid out so far */
+        et_model *m = NULL;
+        if ((rc = et_model_from_buffer(img, pos, 0, &m))) goto done;
+        int ok = et_bpe_tables(m, (uint32_t *)(img + h.sec[ET_SEC_SPLIT].off),
+                               (uint32_t *)(img + h.sec[ET_SEC_PREFIX].off),
+                               (uint32_t *)(img + h.sec[ET_SEC_TNODE].off));
+        et_model_close(m);
+        if (ok < 0) { rc = ET_E_NOMEM; goto done; }
+        h.flags = ok ? ET_FLAG_BACKTRACK : 0;
+        memcpy(img, &h, sizeof h);
+    }
     h.checksum = et_image_checksum(img, pos);
     memcpy(img, &h, sizeof h);
     *out = img;

@@ -113,6 +113,13 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
     if ((rc = section(h, size, ET_SEC_PATTERN, 0, &p, &got))) return rc;
     if (got == 0 || ((const char *)p)[got - 1] != '\0') return ET_E_FORMAT;
     m->pattern = p;
+    if ((rc = section(h, size, ET_SEC_SPLIT, (size_t)h->n_vocab * 8u, &p, NULL))) return rc;
+    m->split = p;
+    if ((rc = section(h, size, ET_SEC_PREFIX, (size_t)h->n_vocab * 4u, &p, NULL))) return rc;
+    m->prefix = p;
+    if ((rc = section(h, size, ET_SEC_TNODE, (size_t)h->n_vocab * 4u, &p, NULL))) return rc;
+    m->tnode = p;
+    m->flags = h->flags;
     m->n_cells = h->n_cells;
     m->n_vocab = h->n_vocab;
     m->n_specials = h->n_specials;
@@ -261,6 +268,7 @@ const char *et_model_pattern(const et_model *m) { return m->pattern; }
 const char *et_model_backing(const et_model *m) { return backing_names[m->backing]; }
 size_t et_model_size(const et_model *m) { return m->size; }
 uint32_t et_model_max_token_len(const et_model *m) { return m->max_token_len; }
+int et_model_backtracks(const et_model *m) { return (m->flags & ET_FLAG_BACKTRACK) != 0; }
 
 int et_token_bytes(const et_model *m, uint32_t id, const uint8_t **ptr, size_t *len)
 {

@@ -19,6 +19,8 @@
 #ifndef ET_PRETOK_CL100K_H
 #define ET_PRETOK_CL100K_H
 
+#include <string.h>
+
 #include "../unicode/ucd.h"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -88,6 +90,16 @@ static inline unsigned et_cl_cat(const uint8_t *t, size_t len, size_t i, size_t 
  * loop: one table load and one bit test per byte. */
 static inline size_t et_cl_run(const uint8_t *t, size_t len, size_t i, unsigned mask)
 {
+    if (mask == M_LETTER) { /* 8 ASCII letters at a time: long words, base64, runs */
+        const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+        while (len - i >= 8) {
+            uint64_t w;
+            memcpy(&w, t + i, 8);
+            uint64_t x = w | 0x20u * ones; /* A-Z to a-z; then a-z is 0x61..0x7A */
+            if ((w & high) || ((x + 0x1Fu * ones) & ~(x + 0x05u * ones) & high) != high) break;
+            i += 8;
+        }
+    }
     for (;;) {
         while (i < len && t[i] < 0x80u) {
             if (!((mask >> et_cl_ascii[t[i]]) & 1u)) return i;
