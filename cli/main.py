@@ -94,6 +94,7 @@ def main() -> None:
       edgetok encode notes.txt --format json
       edgetok decode ids.txt                       ids back to text
       edgetok count docs/*.md                      tokens per file, like wc
+      edgetok chunk book.txt -n 512                exact 512-token chunks, as JSONL
       edgetok bench                                measure this machine
     """
     import signal
@@ -226,8 +227,10 @@ def decode(file: str, encoding: str, model: str | None, errors: str) -> None:
 @click.option("--special-as-text", is_flag=True, help=TEXT_HELP)
 @click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict",
               show_default=True, help=ERRORS_HELP)
+@click.option("--limit", type=click.IntRange(0), metavar="N",
+              help="Exit with status 1, saying by how much, if a file has more than N tokens.")
 def count(files: tuple[str, ...], encoding: str, model: str | None, allow_special: bool,
-          special_as_text: bool, errors: str) -> None:
+          special_as_text: bool, errors: str, limit: int | None) -> None:
     """Count the tokens of each FILE (default: stdin), like wc, with a total for several.
 
     \b
@@ -235,6 +238,7 @@ def count(files: tuple[str, ...], encoding: str, model: str | None, allow_specia
       edgetok count notes.txt
       edgetok count docs/*.md
       cat book.txt | edgetok count
+      edgetok count prompt.txt --limit 8192    exit 1 if over 8192 tokens
     """
     from edgetok.stream import encode_stream
 
@@ -262,10 +266,63 @@ def count(files: tuple[str, ...], encoding: str, model: str | None, allow_specia
             continue
         total += n
         click.echo(f"{n:>{width}} {'' if path == '-' else path}".rstrip())
+        if limit is not None and n > limit:
+            name = "<stdin>" if path == "-" else path
+            Failure(f"{name}: {n} tokens, {n - limit} over the limit of {limit}").show()
+            failed = True
     if len(paths) > 1:
         click.echo(f"{total:>{width}} total")
     if failed:
         sys.exit(1)
+
+
+@main.command(context_settings=CONTEXT)
+@click.argument("file", default="-")
+@click.option("-n", "--max-tokens", type=click.IntRange(1), required=True,
+              help="Tokens per chunk at most (counted on the chunk's own text).")
+@click.option("--overlap", type=click.IntRange(0), default=0, show_default=True,
+              help="Start each chunk up to this many tokens before the previous one ends.")
+@click.option("--boundary", type=click.Choice(["paragraph", "line", "sentence", "char"]),
+              default="char", show_default=True,
+              help="End chunks after the last break of this kind that fits (then finer kinds); "
+              "char: fill every chunk exactly.")
+@click.option("-f", "--format", "fmt", type=click.Choice(["jsonl", "text"]), default="jsonl",
+              show_default=True, help="jsonl: one JSON object per chunk (text, tokens, byte "
+              "offsets); text: the chunks separated by form feeds (\\f).")
+@model_options
+@click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict",
+              show_default=True, help=ERRORS_HELP)
+def chunk(file: str, max_tokens: int, overlap: int, boundary: str, fmt: str, encoding: str,
+          model: str | None, errors: str) -> None:
+    """Cut FILE (default: stdin) into chunks of at most N tokens, exactly.
+
+    Chunks end between characters, and without --overlap they concatenate back to the input
+    byte for byte. Special-token text such as <|endoftext|> is counted as ordinary text.
+
+    \b
+    Examples:
+      edgetok chunk book.txt --max-tokens 512 > chunks.jsonl
+      edgetok chunk notes.md -n 256 --boundary paragraph --overlap 32
+      cat log.txt | edgetok chunk -n 1000 --format text
+    """
+    from edgetok.budget import chunks
+
+    enc = load_encoding(encoding, model)
+    data = "".join(text_chunks(file, errors)).encode("utf-8", "surrogatepass")
+    if overlap >= max_tokens:
+        raise click.UsageError("--overlap must be less than --max-tokens")
+    out = sys.stdout
+    try:
+        for i, (a, b, n) in enumerate(chunks(enc, data, max_tokens, overlap=overlap,
+                                             boundary=boundary)):
+            text = data[a:b].decode("utf-8")
+            if fmt == "jsonl":
+                out.write(json.dumps({"index": i, "tokens": n, "start": a, "end": b,
+                                      "text": text}, ensure_ascii=False) + "\n")
+            else:
+                out.write(("\f" if i else "") + text)
+    except ValueError as e:
+        raise Failure(str(e)) from None
 
 
 @main.command(name="compile", context_settings=CONTEXT)

@@ -174,6 +174,67 @@ class Model:
                 check(rc, "count")
             self._ws(lib.et_ws_need(self._scratch.ws))
 
+    def _retry(self, call, what: str) -> None:  # type: ignore[no-untyped-def]
+        """call(ws) until it stops asking for a larger workspace."""
+        while True:
+            rc = call(self._ws())
+            if rc != lib.ET_E_WORKSPACE:
+                check(rc, what)
+                return
+            self._ws(lib.et_ws_need(self._scratch.ws))
+
+    def count_limit(self, data: bytes, limit: int, start: int = 0, end: int | None = None
+                    ) -> int | None:
+        """Number of ids of data[start:end] if it is at most limit, else None (stopping early)."""
+        res = ffi.new("size_t[2]")
+        total, pos = 0, start
+        end = len(data) if end is None else end
+        src = ffi.from_buffer(data)
+        while True:
+            rc = lib.et_count_limit(self._ws(), src + pos, end - pos, limit - total,
+                                    res, res + 1)
+            total += res[0]
+            pos += res[1]
+            if total > limit:
+                return None
+            if rc == lib.ET_OK:
+                return total
+            if rc != lib.ET_E_WORKSPACE:
+                check(rc, "count")
+            self._ws(lib.et_ws_need(self._scratch.ws))
+
+    def split_at(self, data: bytes, n: int, start: int = 0) -> tuple[int, list[int]]:
+        """(cut, ids): see et_split_at, for data[start:] (not copied). data[start:start + cut]
+        encodes to ids, len(ids) <= n."""
+        src = ffi.from_buffer(data) + start
+        size = len(data) - start
+        res = ffi.new("size_t[2]")
+        cap = n + 64
+        while True:
+            ids = ffi.new("uint32_t[]", cap)
+            ends = ffi.new("size_t[]", cap)
+            rc = lib.et_split_at(self._ws(), src, size, n, ids, ends, cap, res, res + 1)
+            if rc == lib.ET_OK:
+                return res[0], ffi.unpack(ids, res[1])
+            if rc == lib.ET_E_FULL:
+                cap = min(2 * cap, n + size + 1)
+            elif rc == lib.ET_E_WORKSPACE:
+                self._ws(lib.et_ws_need(self._scratch.ws))
+            else:
+                check(rc, "split")
+
+    def prefix_counts(self, data: bytes) -> object:
+        """The table of et_prefix_counts for data (a cffi uint32_t array, len(data) + 1)."""
+        cum = ffi.new("uint32_t[]", len(data) + 1)
+        self._retry(lambda ws: lib.et_prefix_counts(ws, data, len(data), cum), "count")
+        return cum
+
+    def count_range(self, data: bytes, cum: object, i: int, j: int) -> int:
+        """Number of ids of data[i:j] on its own, using prefix_counts(data)."""
+        out = ffi.new("size_t *")
+        self._retry(lambda ws: lib.et_count_range(ws, data, len(data), cum, i, j, out), "count")
+        return int(out[0])
+
     def pretokenize(self, data: bytes) -> list[int]:
         """End offsets of the pieces of data."""
         ends = ffi.new("size_t[]", max(len(data), 1))

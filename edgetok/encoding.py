@@ -7,6 +7,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings
     from typing import AbstractSet, Collection, Iterator, Literal, Sequence
 
+    from .budget import AppendCounter, RangeCounter
+
 from ._ffi import Model
 
 _PARALLEL_MIN_BYTES = 1 << 16  # below this a batch is encoded on the calling thread
@@ -134,6 +136,31 @@ class Encoding:
             elif seg:
                 total += self._model.count(_utf8(seg))[0]
         return total
+
+    def count_till_limit(self, text: str, limit: int) -> int | None:
+        """len(encode_ordinary(text)) if it is at most limit, else None; stops encoding as
+        soon as the limit is passed."""
+        return self._model.count_limit(_utf8(text), limit)
+
+    def split_at(self, text: str, max_tokens: int) -> tuple[int, list[int]]:
+        """(i, ids): text[:i] is the longest prefix, cut between characters, after which the
+        text's encoding can be cut with at most max_tokens tokens, and ids are its tokens:
+        encode_ordinary(text[:i]) == ids == encode_ordinary(text)[:len(ids)]."""
+        from .budget import split_at
+
+        return split_at(self, text, max_tokens)
+
+    def range_counter(self, text: str) -> "RangeCounter":
+        """After one pass over text, .count(i, j) == len(encode_ordinary(text[i:j]))."""
+        from .budget import RangeCounter
+
+        return RangeCounter(self, text)
+
+    def counter(self) -> "AppendCounter":
+        """A counter to .append() text to; .count is the exact count of all of it so far."""
+        from .budget import AppendCounter
+
+        return AppendCounter(self)
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         """The id of a text that is exactly one token (ordinary or special); else KeyError."""

@@ -331,17 +331,52 @@ static size_t heap_merge(const et_model *m, const uint8_t *p, uint32_t n, uint64
     return c;
 }
 
-/* The encode loop behind et_encode and et_count (out == NULL counts only). */
+/* The ids of one piece p[0..plen): *ids points at them (at *one for a whole-piece token, else
+ * into the workspace, valid until the next call). Returns their count, or 0 with *rc set. */
+static size_t piece_ids(et_ws *ws, const uint8_t *p, size_t plen, uint32_t *one,
+                        const uint32_t **ids, int *rc)
+{
+    const et_model *m = ws->m;
+    uint32_t node = et_trie_walk(m, 0, p, plen);
+    if (node != ET_NONE && m->values[node] != ET_NONE) {
+        *one = m->values[node];
+        *ids = one;
+        return 1;
+    }
+    if (plen > ws->cap) {
+        ws->need = plen;
+        *rc = ET_E_WORKSPACE;
+        return 0;
+    }
+    /* the ids go after the merge arrays (44 bytes per piece byte, see heap_merge) */
+    uint32_t *tmp = (uint32_t *)((uint8_t *)ws->mem + 44u * (ws->cap + 1));
+    size_t k;
+    if (plen <= SMALL_PIECE)
+        k = small_merge(m, p, (uint32_t)plen, ws->mem, tmp, 1);
+    else if (m->flags & ET_FLAG_BACKTRACK)
+        k = bt_merge(ws, m, p, (uint32_t)plen, ws->mem, tmp);
+    else
+        k = heap_merge(m, p, (uint32_t)plen, ws->mem, tmp);
+    if (!k) *rc = ET_E_FORMAT;
+    *ids = tmp;
+    return k;
+}
+
+#define PIECE_END ((size_t)1 << (sizeof(size_t) * 8 - 1)) /* in ends[]: last token of a piece */
+
+/* The encode loop behind the public functions. out == NULL counts only; ends (if not NULL)
+ * gets each token's end offset, with PIECE_END on the last token of each piece. Work stops
+ * after the piece that takes the count past limit (SIZE_MAX: no limit). */
 static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t *out,
-               size_t cap, size_t *n_out, size_t *consumed)
+               size_t *ends, size_t cap, size_t limit, size_t *n_out, size_t *consumed)
 {
     const et_model *m = ws->m;
     const unsigned maxdig = m->pretok_param, final = flags & ET_FINAL;
     size_t i = 0, n = 0, cut = 0, cut_n = 0;
     int rc = ET_OK;
     uint32_t one;
-    while (i < len) {
-        size_t e = et_cl100k_next(t, len, i, maxdig), plen = e - i;
+    while (i < len && n <= limit) {
+        size_t e = et_cl100k_next(t, len, i, maxdig);
         if (!final) {
             if (e == len) break; /* the last piece may still grow */
             if (i > 0 && et_cl100k_safe_cut(t, len, i)) {
@@ -349,37 +384,24 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
                 cut_n = n;
             }
         }
-        const uint32_t *ids = &one;
-        size_t k = 1;
-        uint32_t node = et_trie_walk(m, 0, t + i, plen);
-        if (node != ET_NONE && m->values[node] != ET_NONE) {
-            one = m->values[node];
-        } else {
-            if (plen > ws->cap) {
-                ws->need = plen;
-                rc = ET_E_WORKSPACE;
-                break;
-            }
-            /* the ids go after the merge arrays (44 bytes per piece byte, see heap_merge) */
-            uint32_t *tmp = (uint32_t *)((uint8_t *)ws->mem + 44u * (ws->cap + 1));
-            if (plen <= SMALL_PIECE)
-                k = small_merge(m, t + i, (uint32_t)plen, ws->mem, tmp, 1);
-            else if (m->flags & ET_FLAG_BACKTRACK)
-                k = bt_merge(ws, m, t + i, (uint32_t)plen, ws->mem, tmp);
-            else
-                k = heap_merge(m, t + i, (uint32_t)plen, ws->mem, tmp);
-            if (!k) {
-                rc = ET_E_FORMAT;
-                break;
-            }
-            ids = tmp;
-        }
+        const uint32_t *ids;
+        size_t k = piece_ids(ws, t + i, e - i, &one, &ids, &rc);
+        if (!k) break;
         if (out) {
             if (k > cap - n) {
                 rc = ET_E_FULL;
                 break;
             }
             memcpy(out + n, ids, k * sizeof *ids);
+            if (ends) {
+                size_t at = i;
+                for (size_t x = 0; x < k; x++) {
+                    const uint8_t *q;
+                    at += et_tok(m, ids[x], &q);
+                    ends[n + x] = at;
+                }
+                ends[n + k - 1] = e | PIECE_END;
+            }
         }
         n += k;
         i = e;
@@ -394,14 +416,142 @@ int et_encode(et_ws *ws, const char *text, size_t len, unsigned flags, uint32_t 
 {
     if (!ws || (!text && len) || (!out && cap) || !n_out || !consumed) return ET_E_ARG;
     uint32_t none;
-    return run(ws, (const uint8_t *)text, len, flags, out ? out : &none, cap, n_out, consumed);
+    return run(ws, (const uint8_t *)text, len, flags, out ? out : &none, NULL, cap, SIZE_MAX,
+               n_out, consumed);
 }
 
 int et_count(et_ws *ws, const char *text, size_t len, unsigned flags, size_t *count,
              size_t *consumed)
 {
     if (!ws || (!text && len) || !count || !consumed) return ET_E_ARG;
-    return run(ws, (const uint8_t *)text, len, flags, NULL, 0, count, consumed);
+    return run(ws, (const uint8_t *)text, len, flags, NULL, NULL, 0, SIZE_MAX, count, consumed);
+}
+
+int et_count_limit(et_ws *ws, const char *text, size_t len, size_t limit, size_t *count,
+                   size_t *consumed)
+{
+    if (!ws || (!text && len) || !count || !consumed) return ET_E_ARG;
+    return run(ws, (const uint8_t *)text, len, ET_FINAL, NULL, NULL, 0, limit, count, consumed);
+}
+
+/* Whether b is a character boundary of t[0..len): not inside a valid UTF-8 sequence. */
+static int char_boundary(const uint8_t *t, size_t len, size_t b)
+{
+    if (b == 0 || b >= len) return 1;
+    size_t k = b - 1, n;
+    while (k > 0 && b - k < 4 && (t[k] & 0xC0u) == 0x80u) k--;
+    (void)et_utf8_decode(t, len, k, &n);
+    return k + n <= b;
+}
+
+int et_split_at(et_ws *ws, const char *text_, size_t len, size_t n, uint32_t *ids,
+                size_t *ends, size_t cap, size_t *cut, size_t *k_out)
+{
+    const uint8_t *t = (const uint8_t *)text_;
+    if (!ws || (!t && len) || !ids || !ends || !cut || !k_out) return ET_E_ARG;
+    size_t m = 0, used = 0;
+    int rc = run(ws, t, len, ET_FINAL, ids, ends, cap, n, &m, &used);
+    if (rc) return rc;
+    if (m <= n) { /* all of it fits */
+        for (size_t x = 0; x < m; x++) ends[x] &= ~PIECE_END;
+        *cut = len;
+        *k_out = m;
+        return ET_OK;
+    }
+    for (size_t k = n; k > 0; k--) {
+        size_t c = ends[k - 1] & ~PIECE_END;
+        if (!char_boundary(t, len, c)) continue;
+        /* the latest safe piece boundary q <= c among the first k tokens: the pieces before
+         * it are the same in text[0..c) as in text, so only text[q..c) needs checking */
+        size_t j = k, q = 0;
+        while (j > 0) {
+            size_t e = ends[j - 1];
+            if ((e & PIECE_END) && et_cl100k_safe_cut(t, len, e & ~PIECE_END)) {
+                q = e & ~PIECE_END;
+                break;
+            }
+            j--;
+        }
+        int same = 1;
+        if (q < c) {
+            size_t got = 0, u = 0;
+            if (cap - m < c - q) return ET_E_FULL;
+            rc = run(ws, t + q, c - q, ET_FINAL, ids + m, NULL, cap - m, SIZE_MAX, &got, &u);
+            if (rc) return rc;
+            same = got == k - j && memcmp(ids + m, ids + j, got * sizeof *ids) == 0;
+        }
+        if (same) {
+            for (size_t x = 0; x < k; x++) ends[x] &= ~PIECE_END;
+            *cut = c;
+            *k_out = k;
+            return ET_OK;
+        }
+    }
+    *cut = 0;
+    *k_out = 0;
+    return ET_OK;
+}
+
+int et_prefix_counts(et_ws *ws, const char *text, size_t len, uint32_t *cum)
+{
+    const uint8_t *t = (const uint8_t *)text;
+    if (!ws || (!t && len) || !cum) return ET_E_ARG;
+    const et_model *m = ws->m;
+    size_t i = 0, n = 0;
+    uint32_t one;
+    int rc = ET_OK;
+    memset(cum, 0xFF, (len + 1) * sizeof *cum);
+    while (i < len) {
+        size_t e = et_cl100k_next(t, len, i, m->pretok_param);
+        const uint32_t *ids;
+        cum[i] = (uint32_t)n;
+        size_t k = piece_ids(ws, t + i, e - i, &one, &ids, &rc);
+        if (!k) return rc;
+        n += k;
+        if (n >= ET_NONE) return ET_E_ARG;
+        i = e;
+    }
+    cum[len] = (uint32_t)n;
+    return ET_OK;
+}
+
+/* Tokens of the pieces of t[0..len) (complete text). */
+static int count_all(et_ws *ws, const uint8_t *t, size_t len, size_t *count)
+{
+    size_t used;
+    return run(ws, t, len, ET_FINAL, NULL, NULL, 0, SIZE_MAX, count, &used);
+}
+
+int et_count_range(et_ws *ws, const char *text, size_t len, const uint32_t *cum, size_t i,
+                   size_t j, size_t *count)
+{
+    const uint8_t *t = (const uint8_t *)text;
+    if (!ws || (!t && len) || !cum || !count || i > j || j > len) return ET_E_ARG;
+    const et_model *m = ws->m;
+    /* q: the last piece boundary of the whole text before j that is a safe cut. text[i..j)
+     * has a boundary there too, and the same pieces as the whole text from any boundary the
+     * two share up to q, because no piece before a safe cut looks past it */
+    size_t q = j > 0 ? j - 1 : 0;
+    while (q > i && !(cum[q] != ET_NONE && et_cl100k_safe_cut(t, len, q))) q--;
+    size_t s = i, n = 0;
+    uint32_t one;
+    int rc = ET_OK;
+    while (s < q && cum[s] == ET_NONE) { /* text[i..j)'s own pieces until they meet text's */
+        size_t e = et_cl100k_next(t, j, s, m->pretok_param);
+        const uint32_t *ids;
+        size_t k = piece_ids(ws, t + s, e - s, &one, &ids, &rc);
+        if (!k) return rc;
+        n += k;
+        s = e;
+    }
+    if (s < q) { /* met at s: the whole text's counts cover s..q */
+        n += cum[q] - cum[s];
+        s = q;
+    }
+    size_t tail = 0;
+    if ((rc = count_all(ws, t + s, j - s, &tail))) return rc;
+    *count = n + tail;
+    return ET_OK;
 }
 
 int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned flags,

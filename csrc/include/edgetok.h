@@ -123,6 +123,31 @@ int et_encode(et_ws *ws, const char *text, size_t len, unsigned flags,
 int et_count(et_ws *ws, const char *text, size_t len, unsigned flags,
              size_t *count, size_t *consumed);
 
+/* ---- token budgets (the text is complete: ET_FINAL is implied) -------------------------- */
+
+/* Counts like et_count, but stops after the piece that takes the count past limit: then
+ * *count > limit (not the total) and *consumed < len unless that piece ended the text. */
+int et_count_limit(et_ws *ws, const char *text, size_t len, size_t limit, size_t *count,
+                   size_t *consumed);
+
+/* The longest prefix text[0..*cut) that ends on a character boundary, where the text's own
+ * encoding can be cut after *k <= n tokens, and whose own encoding is exactly those first *k
+ * tokens (left in ids[0..*k), their end offsets in ends[0..*k)). *cut == 0 when no such
+ * prefix exists (n == 0, or the first character alone takes more than n tokens). ids and ends
+ * need room for n + 1 tokens plus the last piece's: ET_E_FULL asks for a larger cap. */
+int et_split_at(et_ws *ws, const char *text, size_t len, size_t n, uint32_t *ids,
+                size_t *ends, size_t cap, size_t *cut, size_t *k);
+
+/* One linear pass for et_count_range: cum[0..len] gets, at each piece boundary b, the number
+ * of tokens before b, and ET_NONE (0xFFFFFFFF) elsewhere. The text must encode to fewer than
+ * 2^32 - 1 tokens (else ET_E_ARG). After ET_E_WORKSPACE, grow the workspace and call again. */
+int et_prefix_counts(et_ws *ws, const char *text, size_t len, uint32_t *cum);
+
+/* *count = the number of tokens of text[i..j) on its own, from the table of et_prefix_counts:
+ * only the pieces at either end are encoded (constant time unless a piece there is long). */
+int et_count_range(et_ws *ws, const char *text, size_t len, const uint32_t *cum, size_t i,
+                   size_t j, size_t *count);
+
 /* Pretokenizes text[0..len): writes the end offset of each piece to ends[0..cap).
  * Same flags, stopping rules and *consumed as et_encode; at most len pieces. */
 int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned flags,

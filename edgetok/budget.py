@@ -1,0 +1,160 @@
+"""Token budgets: counting up to a limit, cutting text after n tokens, counting any range of
+a text after one pass, and counting text that arrives piece by piece.
+
+All of them treat special-token text as ordinary text (as encode_ordinary does) and give
+exactly what encoding the text with the same model gives.
+"""
+from __future__ import annotations
+
+from ._ffi import Model
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterator
+
+    from .encoding import Encoding
+
+
+def _utf8(text: str) -> bytes:
+    from .encoding import _utf8 as u
+
+    return u(text)
+
+
+def split_at(enc: "Encoding", text: str, max_tokens: int) -> tuple[int, list[int]]:
+    """(i, ids): the longest prefix text[:i] such that the encoding of the whole text can be
+    cut after len(ids) <= max_tokens tokens exactly there, and encode_ordinary(text[:i]) == ids
+    == encode_ordinary(text)[:len(ids)]. i == 0 when max_tokens is too small for the first
+    character. Tokens that end inside a character are never cut after."""
+    if max_tokens < 0:
+        raise ValueError("max_tokens must be >= 0")
+    data = _utf8(text)
+    cut, ids = enc.model.split_at(data, max_tokens)
+    if cut == len(data):
+        return len(text), ids
+    return len(data[:cut].decode("utf-8")), ids
+
+
+BOUNDARIES = ("paragraph", "line", "sentence", "char")
+
+
+def _breaks(chunk: bytes, kind: str) -> list[int]:
+    """Offsets in chunk just after each break of the kind, last first."""
+    import re
+
+    pattern = {"paragraph": rb"\n[ \t\r]*\n(?:[ \t\r]*\n)*", "line": rb"\n",
+               "sentence": rb"[.!?](?=\s)|\xe3\x80\x82"}[kind]  # . ! ? then space; U+3002
+    return sorted((m.end() for m in re.finditer(pattern, chunk)), reverse=True)
+
+
+def chunks(enc: "Encoding", data: bytes, max_tokens: int, *, overlap: int = 0,
+           boundary: str = "char") -> Iterator[tuple[int, int, int]]:
+    """Cut UTF-8 data into chunks of at most max_tokens tokens each (counted on the chunk's own
+    text), at character boundaries: yields (start, end, tokens) byte offsets. Without overlap
+    the chunks tile data exactly. boundary prefers to end a chunk after the last paragraph,
+    line or sentence break that fits (falling back to the next finer kind, then to the exact
+    token cut); overlap starts each chunk up to that many tokens before the previous end."""
+    if max_tokens < 1:
+        raise ValueError("max_tokens must be at least 1")
+    if not 0 <= overlap < max_tokens:
+        raise ValueError("overlap must be at least 0 and less than max_tokens")
+    if boundary not in BOUNDARIES:
+        raise ValueError(f"boundary must be one of {', '.join(BOUNDARIES)}")
+    model = enc.model
+    kinds = BOUNDARIES[BOUNDARIES.index(boundary):-1]
+    pos = 0
+    while pos < len(data):
+        cut, ids = model.split_at(data, max_tokens, pos)
+        if cut == 0:
+            raise ValueError(f"the character at byte {pos} alone needs more than {max_tokens} tokens")
+        end, n = pos + cut, len(ids)
+        if end < len(data):
+            for kind in kinds:
+                for b in _breaks(data[pos:end], kind):
+                    if b < cut and (k := model.count_limit(data, max_tokens, pos, pos + b)) is not None:
+                        end, n = pos + b, k
+                        break
+                else:
+                    continue
+                break
+        yield pos, end, n
+        if end >= len(data):
+            return
+        nxt = end
+        if overlap:
+            own, _ = model.encode(data[pos:end])
+            keep = sum(len(model.token_bytes(t) or b"") for t in own[: len(own) - overlap])
+            nxt = pos + keep
+            while nxt < end and data[nxt] & 0xC0 == 0x80:  # forward to a character start
+                nxt += 1
+            if nxt <= pos:
+                nxt = end
+        pos = nxt
+
+
+class RangeCounter:
+    """count(i, j) == len(enc.encode_ordinary(text[i:j])) for any i <= j, after one linear
+    pass over text: only the pieces at the two ends of the range are encoded (constant time
+    for ordinary text; proportional to the end pieces' length when they are very long).
+    Indices are character indices, as in text[i:j]; memory is 4 bytes per byte of text."""
+
+    def __init__(self, enc: "Encoding", text: str):
+        self._model: Model = enc.model
+        self._data = _utf8(text)
+        self._cum = self._model.prefix_counts(self._data)
+        self._n = len(text)
+        self._off: list[int] | None = None
+        if len(self._data) != len(text):  # character index -> byte offset
+            d = self._data
+            self._off = [i for i in range(len(d)) if d[i] & 0xC0 != 0x80] + [len(d)]
+
+    def __len__(self) -> int:
+        """Tokens of the whole text."""
+        return int(self._cum[len(self._data)])
+
+    def count(self, start: int = 0, end: int | None = None) -> int:
+        start, end, _ = slice(start, end).indices(self._n)
+        if end <= start:
+            return 0
+        if self._off is not None:
+            start, end = self._off[start], self._off[end]
+        return self._model.count_range(self._data, self._cum, start, end)
+
+
+class AppendCounter:
+    """The exact token count of text fed piece by piece (str, or bytes that may stop inside a
+    character), readable after every append. Only the text since the last cut that no later
+    text can move is kept and recounted, so each append costs about the length of what it
+    adds, plus the current word."""
+
+    def __init__(self, enc: "Encoding"):
+        self._model = enc.model
+        self._committed = 0  # tokens of the text before self._pending; final
+        self._pending = b""  # since the last safe cut, including an incomplete character
+        self._count = 0
+
+    @property
+    def count(self) -> int:
+        """Tokens of all complete characters fed so far."""
+        return self._count
+
+    def append(self, piece: str | bytes) -> int:
+        """Add text; returns the count so far."""
+        buf = self._pending + (piece if isinstance(piece, bytes) else _utf8(piece))
+        whole = _complete(buf)
+        n, used = self._model.count(buf[:whole], final=False)
+        self._committed += n
+        self._pending = buf[used:]
+        tail, _ = self._model.count(self._pending[: whole - used], final=True)
+        self._count = self._committed + tail
+        return self._count
+
+
+def _complete(buf: bytes) -> int:
+    """Length of buf without an incomplete UTF-8 character at its end."""
+    for back in range(1, min(4, len(buf)) + 1):
+        b = buf[-back]
+        if b & 0xC0 != 0x80:  # a lead byte (or ASCII)
+            need = 2 if 0xC2 <= b <= 0xDF else 3 if 0xE0 <= b <= 0xEF else 4 if 0xF0 <= b <= 0xF4 else 1
+            return len(buf) - back if need > back else len(buf)
+    return len(buf)

@@ -1,0 +1,167 @@
+"""Token budgets against brute force with tiktoken: count to a limit, split after n tokens,
+counts of any range, counting while appending, and the chunk / count --limit commands."""
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from strategies import texts
+
+# text where tokens end inside characters, long pieces, and every kind of break
+TRICKY = ("Emoji 😀👍🏽👨‍👩‍👧 and 中文字符 mixed with ASCII.  Done!\n\n"
+          + "x" * 300 + " " + "=" * 200 + "\n" + "日本語" * 50 + "\r\n\r\n'll 123456 ...")
+
+
+@given(st.one_of(texts, st.just(TRICKY)), st.integers(0, 60))
+@settings(max_examples=500, deadline=None)
+def test_count_till_limit(enc, ref, text, limit):  # type: ignore[no-untyped-def]
+    n = len(ref.encode_ordinary(text))
+    assert enc.count_till_limit(text, limit) == (n if n <= limit else None)
+
+
+def brute_split(ref, text: str, n: int) -> int:  # type: ignore[no-untyped-def]
+    """The longest character cut after k <= n of the text's tokens where the prefix encodes to
+    exactly those k tokens."""
+    full = ref.encode_ordinary(text)
+    best, pos, byte_ends = 0, 0, []
+    for t in full:
+        pos += len(ref.decode_single_token_bytes(t))
+        byte_ends.append(pos)
+    data = text.encode()
+    for k in range(1, min(n, len(full)) + 1):
+        try:
+            prefix = data[: byte_ends[k - 1]].decode()
+        except UnicodeDecodeError:
+            continue
+        if ref.encode_ordinary(prefix) == full[:k]:
+            best = len(prefix)
+    return best
+
+
+@given(st.one_of(texts, st.just(TRICKY)), st.integers(0, 40))
+@settings(max_examples=400, deadline=None)
+def test_split_at_against_brute_force(enc, ref, text, n):  # type: ignore[no-untyped-def]
+    i, ids = enc.split_at(text, n)
+    assert len(ids) <= n
+    assert ref.encode_ordinary(text[:i]) == ids == ref.encode_ordinary(text)[: len(ids)]
+    assert i == brute_split(ref, text, n)
+
+
+def test_split_at_real_text(enc, ref, corpora):  # type: ignore[no-untyped-def]
+    text = corpora["multilingual"][:5000]
+    full = ref.encode_ordinary(text)
+    for n in (1, 2, 3, 7, 50, 333, len(full) - 1, len(full), len(full) + 5):
+        i, ids = enc.split_at(text, n)
+        assert ids == ref.encode_ordinary(text[:i]) == full[: len(ids)] and len(ids) <= n
+        assert i == brute_split(ref, text, n)
+
+
+def test_range_counter_all_ranges(enc, ref):  # type: ignore[no-untyped-def]
+    text = TRICKY[:60] + "  It's   spaced\n\n\t out.  "
+    rc = enc.range_counter(text)
+    assert len(rc) == len(ref.encode_ordinary(text))
+    for i in range(len(text) + 1):
+        for j in range(i, len(text) + 1):
+            assert rc.count(i, j) == len(ref.encode_ordinary(text[i:j])), (i, j)
+
+
+@given(st.one_of(texts, st.just(TRICKY)), st.data())
+@settings(max_examples=300, deadline=None)
+def test_range_counter_generated(enc, ref, text, data):  # type: ignore[no-untyped-def]
+    rc = enc.range_counter(text)
+    for _ in range(10):
+        i = data.draw(st.integers(0, len(text)))
+        j = data.draw(st.integers(i, len(text)))
+        assert rc.count(i, j) == len(ref.encode_ordinary(text[i:j]))
+
+
+def test_range_counter_real_text(enc, ref, corpora):  # type: ignore[no-untyped-def]
+    rng = random.Random(7)
+    for kind, text in corpora.items():
+        text = text[:50000]
+        rc = enc.range_counter(text)
+        for _ in range(300):
+            i = rng.randrange(len(text))
+            j = rng.randrange(i, min(len(text), i + 2000) + 1)
+            assert rc.count(i, j) == len(ref.encode_ordinary(text[i:j])), (kind, i, j)
+
+
+@given(st.one_of(texts, st.just(TRICKY)), st.lists(st.integers(1, 9), min_size=1, max_size=30))
+@settings(max_examples=300, deadline=None)
+def test_append_counter(enc, ref, text, sizes):  # type: ignore[no-untyped-def]
+    data = text.encode()
+    c = enc.counter()
+    pos, k = 0, 0
+    while pos < len(data):  # byte pieces, cut inside characters too
+        step = sizes[k % len(sizes)]
+        k += 1
+        got = c.append(data[pos:pos + step])
+        pos += step
+        assert got == c.count == len(ref.encode_ordinary(data[:pos].decode("utf-8", "ignore")))
+
+
+def test_append_counter_real_text(enc, ref, corpora):  # type: ignore[no-untyped-def]
+    text = corpora["english"][:20000]
+    c = enc.counter()
+    for i in range(0, len(text), 97):
+        c.append(text[i:i + 97])
+    assert c.count == len(ref.encode_ordinary(text))
+
+
+def chunk_cli(*args: str, input: bytes) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "edgetok_cli.main", "chunk", *args], input=input,
+                          capture_output=True, timeout=120)
+
+
+@pytest.mark.parametrize("boundary", ["char", "sentence", "line", "paragraph"])
+@pytest.mark.parametrize("n", [4, 17, 200])
+def test_chunk_command(ref, corpora, boundary, n):  # type: ignore[no-untyped-def]
+    text = corpora["english"][:6000] + TRICKY
+    p = chunk_cli("-n", str(n), "--boundary", boundary, input=text.encode())
+    assert p.returncode == 0, p.stderr
+    rows = [json.loads(line) for line in p.stdout.splitlines()]
+    assert "".join(r["text"] for r in rows) == text  # tiles the input exactly
+    data = text.encode()
+    for r in rows:
+        assert data[r["start"]:r["end"]].decode() == r["text"]
+        assert r["tokens"] == len(ref.encode_ordinary(r["text"])) <= n
+    if boundary == "char":  # filled: no chunk could take the next character too
+        for r, nxt in zip(rows, rows[1:]):
+            assert r["tokens"] == n or len(ref.encode_ordinary(r["text"] + nxt["text"][:1])) > n
+    p = chunk_cli("-n", str(n), "--boundary", boundary, "--format", "text", input=text.encode())
+    assert p.stdout.decode().split("\f") == [r["text"] for r in rows]
+
+
+def test_chunk_overlap(ref, corpora):  # type: ignore[no-untyped-def]
+    text = corpora["english"][:5000]
+    p = chunk_cli("-n", "50", "--overlap", "10", input=text.encode())
+    rows = [json.loads(line) for line in p.stdout.splitlines()]
+    assert rows[0]["start"] == 0 and rows[-1]["end"] == len(text.encode())
+    for r, nxt in zip(rows, rows[1:]):
+        assert r["start"] < nxt["start"] <= r["end"]  # progress, and no gap
+        assert len(ref.encode_ordinary(text.encode()[nxt["start"]:r["end"]].decode())) <= 12
+        assert r["tokens"] == len(ref.encode_ordinary(r["text"])) <= 50
+    bad = chunk_cli("-n", "5", "--overlap", "5", input=b"x")
+    assert bad.returncode != 0 and b"overlap" in bad.stderr
+
+
+def test_chunk_too_small_budget_is_an_error():  # type: ignore[no-untyped-def]
+    p = chunk_cli("-n", "1", input="😀".encode())  # one character, 2+ tokens
+    assert p.returncode == 1 and b"needs more than 1" in p.stderr and b"Traceback" not in p.stderr
+
+
+def test_count_limit(ref, tmp_path):  # type: ignore[no-untyped-def]
+    f = tmp_path / "a.txt"
+    f.write_text("one two three four five")
+    n = len(ref.encode("one two three four five"))
+    run = [sys.executable, "-m", "edgetok_cli.main", "count", str(f)]
+    ok = subprocess.run([*run, "--limit", str(n)], capture_output=True)
+    assert ok.returncode == 0 and ok.stdout.split()[0] == str(n).encode()
+    over = subprocess.run([*run, "--limit", str(n - 2)], capture_output=True)
+    assert over.returncode == 1 and f"{n} tokens, 2 over the limit of {n - 2}".encode() in over.stderr
