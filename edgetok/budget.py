@@ -103,21 +103,29 @@ class RangeCounter:
         self._data = _utf8(text)
         self._cum = self._model.prefix_counts(self._data)
         self._n = len(text)
-        self._off: list[int] | None = None
-        if len(self._data) != len(text):  # character index -> byte offset
-            d = self._data
-            self._off = [i for i in range(len(d)) if d[i] & 0xC0 != 0x80] + [len(d)]
+        self._text = text
+        self._blocks: list[int] | None = None
+        if len(self._data) != len(text):  # byte offsets of every 64th character
+            blocks, at = [0], 0
+            for k in range(0, (len(text) >> 6) << 6, 64):
+                at += len(text[k:k + 64].encode("utf-8", "surrogatepass"))
+                blocks.append(at)
+            self._blocks = blocks
 
     def __len__(self) -> int:
         """Tokens of the whole text."""
         return int(self._cum[len(self._data)])
 
+    def _byte(self, i: int) -> int:
+        b = i >> 6
+        return self._blocks[b] + len(self._text[b << 6:i].encode("utf-8", "surrogatepass"))  # type: ignore[index]
+
     def count(self, start: int = 0, end: int | None = None) -> int:
         start, end, _ = slice(start, end).indices(self._n)
         if end <= start:
             return 0
-        if self._off is not None:
-            start, end = self._off[start], self._off[end]
+        if self._blocks is not None:
+            start, end = self._byte(start), self._byte(end)
         return self._model.count_range(self._data, self._cum, start, end)
 
 

@@ -165,3 +165,13 @@ def test_count_limit(ref, tmp_path):  # type: ignore[no-untyped-def]
     assert ok.returncode == 0 and ok.stdout.split()[0] == str(n).encode()
     over = subprocess.run([*run, "--limit", str(n - 2)], capture_output=True)
     assert over.returncode == 1 and f"{n} tokens, 2 over the limit of {n - 2}".encode() in over.stderr
+
+
+@pytest.mark.parametrize("n", [63, 64, 65, 128, 129])
+def test_range_counter_block_edges(enc, ref, n):  # type: ignore[no-untyped-def]
+    text = ("\u00e9a\U0001f600 " * 64)[:n]
+    rc = enc.range_counter(text)
+    for i in range(0, n + 1, 7):
+        for j in (i, n, min(n, i + 64), min(n, i + 65)):
+            assert rc.count(i, j) == len(ref.encode_ordinary(text[i:j]))
+    assert rc.count(-5) == len(ref.encode_ordinary(text[-5:]))

@@ -93,3 +93,35 @@ def test_corrupted_models(etok, model, tmp_path):  # type: ignore[no-untyped-def
         v = etok_run(etok, "verify", str(bad))
         if case != image:
             assert v.returncode == 1, i  # the checksum (or validation) catches every change
+
+
+def test_budget_operations(etok, model, ref, corpora, tmp_path):  # type: ignore[no-untyped-def]
+    text = corpora["multilingual"][:3000] + "x" * 400 + " \u00e9\U0001f600" * 30 + "  \n"
+    data = text.encode()
+    f = tmp_path / "t.txt"
+    f.write_bytes(data)
+    for n in ("1", "4", "9", "300"):
+        p = subprocess.run([str(etok), "split", model, str(f)], capture_output=True,
+                           env={**ENV, "ETOK_N": n}, timeout=300)
+        assert p.returncode in (0, 2), p.stderr.decode()[-3000:]
+        if p.returncode:  # only when a single character needs more than n tokens
+            assert n == "1" and b"no cut" in p.stderr
+            continue
+        cuts = [0, *map(int, p.stdout.split())]
+        assert cuts[-1] == len(data)
+        for a, b in zip(cuts, cuts[1:]):
+            assert len(ref.encode_ordinary(data[a:b].decode())) <= int(n)
+    small = "It's  a test\n\n of 12345 ranges \u00e9\u00e9 \U0001f600!".encode()
+    f.write_bytes(small)
+    p = etok_run(etok, "range", model, str(f))
+    got = list(map(int, p.stdout.split()))
+    want = [len(ref.encode_ordinary(small[i:j].decode("utf-8", "replace")))
+            for i in range(0, len(small) + 1, 13) for j in range(i, len(small) + 1, 13)]
+    assert len(got) == len(want)
+    for (g, w, (i, j)) in zip(got, want, [(i, j) for i in range(0, len(small) + 1, 13)
+                                         for j in range(i, len(small) + 1, 13)]):
+        try:
+            small[i:j].decode()
+        except UnicodeDecodeError:
+            continue  # a range cutting a character: no tiktoken reference
+        assert g == w, (i, j)

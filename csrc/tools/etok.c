@@ -3,6 +3,8 @@
  *   etok encode MODEL [FILE]   ids of FILE (default stdin), space-separated
  *   etok count MODEL [FILE]    number of ids
  *   etok pretok MODEL [FILE]   byte end offset of each piece
+ *   etok split MODEL [FILE]    successive cuts of at most N tokens (N = $ETOK_N, default 7)
+ *   etok range MODEL [FILE]    counts of ranges [i, j) for i, j on a grid of $ETOK_STEP bytes
  *   etok verify MODEL          full validation and checksum
  *
  * Exit status: 0 ok, 1 a library error (message on stderr), 2 usage. */
@@ -52,7 +54,8 @@ int main(int argc, char **argv) {
     size_t len = 0;
     char *text = read_all(f, &len);
     if (f != stdin) fclose(f);
-    size_t cap = et_encode_bound(len) + 1, wsize = et_ws_size(0), done = 0, total = 0;
+    size_t cap = et_encode_bound(len) + 1, done = 0, total = 0;
+    size_t wsize = et_ws_size(strcmp(cmd, "range") == 0 ? len : 0); /* range: no retries */
     uint32_t *ids = malloc(cap * sizeof *ids);
     size_t *ends = malloc(cap * sizeof *ends);
     void *mem = malloc(wsize);
@@ -65,6 +68,34 @@ int main(int argc, char **argv) {
         } else if (strcmp(cmd, "encode") == 0) {
             rc = et_encode(ws, text + done, len - done, ET_FINAL, ids, cap, &n, &used);
             for (size_t i = 0; i < n; i++) printf(total + i ? " %u" : "%u", ids[i]);
+        } else if (strcmp(cmd, "split") == 0) {
+            const char *env = getenv("ETOK_N");
+            size_t budget = env ? strtoul(env, NULL, 10) : 7, cut = 0, k = 0;
+            size_t *tends = malloc(cap * sizeof *tends);
+            if (!tends) return 1;
+            rc = et_split_at(ws, text + done, len - done, budget, ids, tends, cap, &cut, &k);
+            free(tends);
+            if (rc == 0) {
+                if (cut == 0) { fprintf(stderr, "etok: no cut\n"); rc = -1; break; }
+                printf(total ? " %zu" : "%zu", done + cut);
+                n = k;
+                used = cut;
+            }
+        } else if (strcmp(cmd, "range") == 0) {
+            const char *env = getenv("ETOK_STEP");
+            size_t step = env ? strtoul(env, NULL, 10) : 13;
+            uint32_t *cum = malloc((len + 1) * sizeof *cum);
+            if (!cum || step == 0) return 1;
+            rc = et_prefix_counts(ws, text, len, cum);
+            for (size_t i = 0; rc == 0 && i <= len; i += step)
+                for (size_t j = i; rc == 0 && j <= len; j += step) {
+                    size_t c = 0;
+                    rc = et_count_range(ws, text, len, cum, i, j, &c);
+                    if (rc == 0) printf(i || j ? " %zu" : "%zu", c);
+                }
+            free(cum);
+            if (rc == 0) used = len - done;
+            else if (rc == ET_E_WORKSPACE) { fprintf(stderr, "etok: range needs a larger workspace\n"); rc = -1; break; }
         } else if (strcmp(cmd, "pretok") == 0) {
             rc = et_pretokenize(m, text + done, len - done, ET_FINAL, ends, cap, &n, &used);
             for (size_t i = 0; i < n; i++) printf(total + i ? " %zu" : "%zu", done + ends[i]);
