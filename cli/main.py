@@ -53,19 +53,56 @@ def open_input(path: str) -> BinaryIO:
         raise Failure(f"{path}: {e.strerror}") from None
 
 
-def text_chunks(path: str, errors: str) -> Iterator[str]:
+class Progress:
+    """Bytes done and MB/s on stderr, when stderr is a terminal and the work takes a while."""
+
+    def __init__(self, name: str, total: int | None):
+        import time
+
+        self.clock = time.monotonic
+        self.name, self.total, self.done = name, total, 0
+        self.start = self.shown = self.clock()
+        self.on = sys.stderr.isatty()
+        self.dirty = False
+
+    def add(self, n: int) -> None:
+        self.done += n
+        now = self.clock()
+        if self.on and now - self.start > 1.0 and now - self.shown > 0.2:
+            self.shown = now
+            rate = self.done / (now - self.start) / 1e6
+            pct = f" {100 * self.done / self.total:5.1f}%" if self.total else ""
+            sys.stderr.write(f"\r{self.name}: {self.done / 1e6:,.1f} MB{pct}  {rate:,.1f} MB/s ")
+            sys.stderr.flush()
+            self.dirty = True
+
+    def close(self) -> None:
+        if self.dirty:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def text_chunks(path: str, errors: str, jobs: int = 1) -> Iterator[str]:
     from edgetok.stream import InvalidUTF8, read_text
 
     f = open_input(path)
     name = "<stdin>" if path == "-" else path
-    chunk = int(os.environ.get("EDGETOK_CHUNK", 1 << 20))
+    chunk = int(os.environ.get("EDGETOK_CHUNK", (1 << 20) * max(jobs, 1)))
     try:
-        yield from read_text(f, errors, chunk)
+        size = os.fstat(f.fileno()).st_size if path != "-" else None
+    except (OSError, ValueError):
+        size = None
+    progress = Progress(name, size or None)
+    try:
+        for text in read_text(f, errors, chunk):
+            progress.add(len(text))
+            yield text
     except InvalidUTF8 as e:
         raise Failure(f"{name}: {e} (use --errors replace to substitute U+FFFD)") from None
     except OSError as e:
         raise Failure(f"{name}: {e.strerror or e}") from None
     finally:
+        progress.close()
         if f is not sys.stdin.buffer:
             f.close()
 
@@ -109,6 +146,17 @@ TEXT_HELP = "Treat text like <|endoftext|> as ordinary text (tiktoken's disallow
 ERRORS_HELP = "On invalid UTF-8: stop with an error (strict), or substitute U+FFFD (replace)."
 
 
+def jobs_option(f):  # type: ignore[no-untyped-def]
+    return click.option("-j", "--jobs", type=click.IntRange(1), default=None, metavar="N",
+                        help="Threads to use (default: all cores). The ids do not depend on it.")(f)
+
+
+def resolve_jobs(jobs: int | None) -> int:
+    from edgetok.parallel import cores
+
+    return jobs or cores()
+
+
 @main.command(context_settings=CONTEXT)
 @click.argument("file", default="-")
 @model_options
@@ -119,8 +167,9 @@ ERRORS_HELP = "On invalid UTF-8: stop with an error (strict), or substitute U+FF
 @click.option("--special-as-text", is_flag=True, help=TEXT_HELP)
 @click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict",
               show_default=True, help=ERRORS_HELP)
+@jobs_option
 def encode(file: str, encoding: str, model: str | None, fmt: str, allow_special: bool,
-           special_as_text: bool, errors: str) -> None:
+           special_as_text: bool, errors: str, jobs: int | None) -> None:
     """Print the token ids of FILE (default: stdin).
 
     Large inputs stream with bounded memory and give the same ids as encoding the whole text.
@@ -140,8 +189,9 @@ def encode(file: str, encoding: str, model: str | None, fmt: str, allow_special:
     if fmt == "json":
         out.write("[")
     try:
-        for ids in encode_stream(enc, text_chunks(file, errors), allowed_special=allowed,
-                                 disallowed_special=disallowed):
+        jobs = resolve_jobs(jobs)
+        for ids in encode_stream(enc, text_chunks(file, errors, jobs), allowed_special=allowed,
+                                 disallowed_special=disallowed, jobs=jobs):
             assert isinstance(ids, list)
             if fmt == "tokens":
                 out.write("".join(f"{i}\t{token_text(enc.decode_single_token_bytes(i))}\n"
@@ -229,8 +279,9 @@ def decode(file: str, encoding: str, model: str | None, errors: str) -> None:
               show_default=True, help=ERRORS_HELP)
 @click.option("--limit", type=click.IntRange(0), metavar="N",
               help="Exit with status 1, saying by how much, if a file has more than N tokens.")
+@jobs_option
 def count(files: tuple[str, ...], encoding: str, model: str | None, allow_special: bool,
-          special_as_text: bool, errors: str, limit: int | None) -> None:
+          special_as_text: bool, errors: str, limit: int | None, jobs: int | None) -> None:
     """Count the tokens of each FILE (default: stdin), like wc, with a total for several.
 
     \b
@@ -245,23 +296,36 @@ def count(files: tuple[str, ...], encoding: str, model: str | None, allow_specia
     enc = load_encoding(encoding, model)
     allowed, disallowed = special_policy(allow_special, special_as_text)
     paths = files or ("-",)
+    jobs = resolve_jobs(jobs)
+    inner = 1 if len(paths) > 1 else jobs  # many files: one per thread; one file: shards
+
+    def count_one(path: str) -> int | Failure:
+        try:
+            n = 0
+            for c in encode_stream(enc, text_chunks(path, errors, inner), allowed_special=allowed,
+                                   disallowed_special=disallowed, count_only=True, jobs=inner):
+                assert isinstance(c, int)
+                n += c
+            return n
+        except Failure as e:
+            return e
+        except ValueError as e:
+            msg = str(e).split("\n")[0]
+            return Failure(f"{path}: {msg} Use --allow-special to count it as a special token, "
+                           "or --special-as-text.")
+
+    if len(paths) > 1 and jobs > 1:
+        from edgetok.parallel import pool
+
+        results = pool().map(count_one, paths)  # in order, as they finish
+    else:
+        results = map(count_one, paths)
     total = 0
     width = 8
     failed = False
-    for path in paths:
-        try:
-            n = 0
-            for c in encode_stream(enc, text_chunks(path, errors), allowed_special=allowed,
-                                   disallowed_special=disallowed, count_only=True):
-                assert isinstance(c, int)
-                n += c
-        except Failure as e:
-            e.show()
-            failed = True
-            continue
-        except ValueError as e:
-            msg = str(e).split("\n")[0]
-            Failure(f"{path}: {msg} Use --allow-special to count it as a special token, or --special-as-text.").show()
+    for path, n in zip(paths, results):
+        if isinstance(n, Failure):
+            n.show()
             failed = True
             continue
         total += n

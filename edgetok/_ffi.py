@@ -235,6 +235,26 @@ class Model:
         self._retry(lambda ws: lib.et_count_range(ws, data, len(data), cum, i, j, out), "count")
         return int(out[0])
 
+    def shard_cut(self, data: bytes, start: int) -> int:
+        """The first offset >= start where no context can move a piece boundary, or len(data)."""
+        return int(lib.et_shard_cut(self._h, data, len(data), start))
+
+    def shard_cuts(self, data: bytes, shards: int, min_size: int = 1 << 16,
+                   end: int | None = None) -> list[int]:
+        """Offsets 0 < c1 < c2 < ... < end (default len(data)) that cut data[:end] into about
+        `shards` parts of at least min_size bytes, at boundaries that no context can move."""
+        n = len(data) if end is None else end
+        cuts: list[int] = []
+        step = max(n // max(shards, 1), min_size)
+        at = step
+        while at < n - min_size // 2:
+            c = lib.et_shard_cut(self._h, data, n, at)  # within data[:n]
+            if c >= n:
+                break
+            cuts.append(c)
+            at = c + step
+        return cuts
+
     def pretokenize(self, data: bytes) -> list[int]:
         """End offsets of the pieces of data."""
         ends = ffi.new("size_t[]", max(len(data), 1))

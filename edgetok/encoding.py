@@ -11,7 +11,6 @@ if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are stri
 
 from ._ffi import Model
 
-_PARALLEL_MIN_BYTES = 1 << 16  # below this a batch is encoded on the calling thread
 
 
 def _utf8(text: str) -> bytes:
@@ -176,24 +175,63 @@ class Encoding:
             raise KeyError(text_or_bytes)
         return token
 
-    def _batch(self, fn, items: Sequence, num_threads: int) -> list:  # type: ignore[no-untyped-def]
-        if num_threads <= 1 or len(items) < 2 or sum(map(len, items)) < _PARALLEL_MIN_BYTES:
-            return [fn(x) for x in items]
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(min(num_threads, os.cpu_count() or 1)) as ex:
-            return list(ex.map(fn, items))
-
     def encode_ordinary_batch(self, text: Sequence[str], *, num_threads: int = 8) -> list[list[int]]:
-        return self._batch(self.encode_ordinary, text, num_threads)
+        from .parallel import map_batch
+
+        return map_batch(self.encode_ordinary, text, [len(t) for t in text], num_threads)
 
     def encode_batch(self, text: Sequence[str], *, num_threads: int = 8,
                      allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
                      disallowed_special: "Literal['all'] | Collection[str]" = "all"
                      ) -> list[list[int]]:
+        from .parallel import map_batch
+
         fn = functools.partial(self.encode, allowed_special=allowed_special,
                                disallowed_special=disallowed_special)
-        return self._batch(fn, text, num_threads)
+        return map_batch(fn, text, [len(t) for t in text], num_threads)
+
+    def count_batch(self, text: Sequence[str], *, num_threads: int = 8,
+                    allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
+                    disallowed_special: "Literal['all'] | Collection[str]" = "all") -> list[int]:
+        """[count(t) for t in text], across threads for large batches."""
+        from .parallel import map_batch
+
+        fn = functools.partial(self.count, allowed_special=allowed_special,
+                               disallowed_special=disallowed_special)
+        return map_batch(fn, text, [len(t) for t in text], num_threads)
+
+    def encode_parallel(self, text: str, *, num_threads: int | None = None,
+                        allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
+                        disallowed_special: "Literal['all'] | Collection[str]" = "all"
+                        ) -> list[int]:
+        """encode(text) for one large text, on all cores (or num_threads): the text is cut where
+        the pretokenizer provably restarts, so the ids are exactly encode(text)'s."""
+        from .parallel import sharded
+
+        ids: list[int] = []
+        for seg in self._segments(text, allowed_special, disallowed_special):
+            if isinstance(seg, int):
+                ids.append(seg)
+            elif seg:
+                for part in sharded(lambda d: self._model.encode(d)[0], self._model.shard_cuts,
+                                    _utf8(seg), num_threads):
+                    ids += part
+        return ids
+
+    def count_parallel(self, text: str, *, num_threads: int | None = None,
+                       allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
+                       disallowed_special: "Literal['all'] | Collection[str]" = "all") -> int:
+        """count(text) for one large text, on all cores (or num_threads)."""
+        from .parallel import sharded
+
+        total = 0
+        for seg in self._segments(text, allowed_special, disallowed_special):
+            if isinstance(seg, int):
+                total += 1
+            elif seg:
+                total += sum(sharded(lambda d: self._model.count(d)[0], self._model.shard_cuts,
+                                     _utf8(seg), num_threads))
+        return total
 
     def pretokenize(self, text: str) -> list[str]:
         """The pieces the pretokenizer cuts text into (ordinary text)."""

@@ -53,21 +53,38 @@ def _special_tail(text: str, specials: Collection[str]) -> int:
 def encode_stream(enc: Encoding, chunks: Iterable[str], *,
                   allowed_special: "Literal['all'] | AbstractSet[str]" = frozenset(),
                   disallowed_special: "Literal['all'] | Collection[str]" = "all",
-                  count_only: bool = False) -> Iterator[list[int] | int]:
+                  count_only: bool = False, jobs: int = 1) -> Iterator[list[int] | int]:
     """Ids (or, with count_only, counts) of the concatenated chunks, yielded as soon as they are
-    final. Memory stays bounded by the longest stretch without a safe cut."""
+    final. Memory stays bounded by the longest stretch without a safe cut. With jobs > 1, large
+    chunks are cut into shards where the pretokenizer provably restarts and encoded on that
+    many threads; the ids are the same."""
+    from .parallel import SHARD_MIN_BYTES, pool
+
     model = enc.model
     specials = enc.special_tokens_set
     pending = ""
     retry_at = 0  # with no safe cut found, wait for this much text before trying again
 
+    def one(data: bytes, final: bool) -> tuple[list[int] | int, int]:
+        return model.count(data, final) if count_only else model.encode(data, final)
+
     def run(seg: str, final: bool) -> tuple[list[int] | int, int]:
         data = _utf8(seg)
+        if jobs <= 1 or len(data) < 2 * SHARD_MIN_BYTES:
+            return one(data, final)
+        end = len(data) if final else model.shard_cut(data, len(data) - SHARD_MIN_BYTES // 4)
+        cuts = (model.shard_cuts(data, jobs, SHARD_MIN_BYTES // 2, end=end)
+                if end < len(data) or final else [])
+        if not cuts:
+            return one(data, final)
+        bounds = [0, *cuts, end]
+        parts = list(pool().map(lambda ab: one(data[ab[0]:ab[1]], True)[0], zip(bounds, bounds[1:])))
         if count_only:
-            n, used = model.count(data, final)
-            return n, used
-        ids, used = model.encode(data, final)
-        return ids, used
+            return sum(parts), end  # type: ignore[arg-type]
+        ids: list[int] = []
+        for part in parts:
+            ids += part  # type: ignore[arg-type]
+        return ids, end
 
     for chunk in chunks:
         pending += chunk

@@ -581,3 +581,9 @@ int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned fla
     *n_out = (flags & ET_FINAL) ? n : cut_n;
     return rc;
 }
+
+size_t et_shard_cut(const et_model *m, const char *text, size_t len, size_t from)
+{
+    if (!m || !text || from >= len) return len;
+    return et_cl100k_forced_cut((const uint8_t *)text, len, from);
+}

@@ -148,6 +148,13 @@ int et_prefix_counts(et_ws *ws, const char *text, size_t len, uint32_t *cum);
 int et_count_range(et_ws *ws, const char *text, size_t len, const uint32_t *cum, size_t i,
                    size_t j, size_t *count);
 
+/* ---- parallel work ---------------------------------------------------------------------- */
+
+/* The first position >= from where the pretokenizer starts a new piece whatever comes before,
+ * or len if there is none: encoding text[0..b) and text[b..len) apart and joining the ids
+ * gives exactly the ids of the whole text, so shards cut there can be encoded on any core. */
+size_t et_shard_cut(const et_model *m, const char *text, size_t len, size_t from);
+
 /* Pretokenizes text[0..len): writes the end offset of each piece to ends[0..cap).
  * Same flags, stopping rules and *consumed as et_encode; at most len pieces. */
 int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned flags,

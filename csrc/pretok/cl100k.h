@@ -214,4 +214,22 @@ static inline int et_cl100k_safe_cut(const uint8_t *t, size_t len, size_t b)
     return !et_cl_is_space(t, len, k);
 }
 
+static inline int et_cl_ascii_letter(uint8_t c) { return (uint8_t)((c | 0x20u) - 'a') < 26u; }
+
+/* The first position b >= from (0 < b < len) where a piece boundary is certain whatever text
+ * comes before: after CR or LF followed by a non-space ASCII character (every piece that
+ * holds a line break ends with it when non-space follows), or at a space between two ASCII
+ * letters (the letter piece before ends there, the space starts " word"). len if none. */
+static inline size_t et_cl100k_forced_cut(const uint8_t *t, size_t len, size_t from)
+{
+    for (size_t b = from ? from : 1; b + 1 < len; b++) {
+        uint8_t p = t[b - 1], c = t[b];
+        if ((p == '\n' || p == '\r') && c < 0x80u && et_cl_ascii[c] != C_SP &&
+            et_cl_ascii[c] != C_NL && et_cl_ascii[c] != C_WS)
+            return b;
+        if (c == ' ' && et_cl_ascii_letter(p) && et_cl_ascii_letter(t[b + 1])) return b;
+    }
+    return len;
+}
+
 #endif

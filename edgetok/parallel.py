@@ -1,0 +1,86 @@
+"""Work across cores: batches split into one contiguous slice per thread, and single large
+texts cut into shards at boundaries that no context can move (et_shard_cut), so the joined ids
+are exactly the sequential ones. The C calls release the GIL; threads come from one shared
+pool, dropped in a forked child (its threads do not survive fork) and made again on demand."""
+from __future__ import annotations
+
+import os
+import threading
+from typing import Callable, Sequence, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+PARALLEL_MIN_BYTES = 1 << 16  # less work than this runs on the calling thread
+SHARD_MIN_BYTES = 1 << 18     # a shard of a single text is at least this long
+
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def _forget_pool() -> None:
+    global _pool
+    _pool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def pool():  # type: ignore[no-untyped-def]
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _pool = ThreadPoolExecutor(max(cores(), 2), thread_name_prefix="edgetok")
+        return _pool
+
+
+def _slices(sizes: Sequence[int], parts: int) -> list[tuple[int, int]]:
+    """Contiguous index ranges with about equal total size."""
+    total = sum(sizes)
+    out, start, acc = [], 0, 0
+    for i, s in enumerate(sizes):
+        acc += s
+        if acc * parts >= total * (len(out) + 1) and len(out) < parts - 1:
+            out.append((start, i + 1))
+            start = i + 1
+    out.append((start, len(sizes)))
+    return [r for r in out if r[0] < r[1]]
+
+
+def map_batch(fn: Callable[[T], R], items: Sequence[T], sizes: Sequence[int],
+              num_threads: int) -> list[R]:
+    """[fn(x) for x in items], spread over up to num_threads threads when there is enough work."""
+    threads = min(num_threads, cores(), len(items))
+    if threads <= 1 or sum(sizes) < PARALLEL_MIN_BYTES:
+        return [fn(x) for x in items]
+    parts = _slices(sizes, threads)
+    futures = [pool().submit(lambda a, b: [fn(x) for x in items[a:b]], a, b) for a, b in parts]
+    out: list[R] = []
+    for f in futures:
+        out += f.result()
+    return out
+
+
+def sharded(run: Callable[[bytes], R], cuts_of: Callable[[bytes, int, int], list[int]],
+            data: bytes, num_threads: int | None) -> list[R]:
+    """run() on each shard of data, in order, in parallel when data is large enough.
+    cuts_of(data, shards, min_size) gives the cut offsets."""
+    threads = min(num_threads or cores(), cores())
+    if threads <= 1 or len(data) < 2 * SHARD_MIN_BYTES:
+        return [run(data)]
+    cuts = cuts_of(data, threads, SHARD_MIN_BYTES // 2)
+    if not cuts:
+        return [run(data)]
+    bounds = [0, *cuts, len(data)]
+    shards = [data[a:b] for a, b in zip(bounds, bounds[1:])]
+    return list(pool().map(run, shards))

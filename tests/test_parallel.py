@@ -1,0 +1,126 @@
+"""Parallel work is exact: shard cuts, batches, single large texts, the CLI's --jobs, forks;
+and decode streams live."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from strategies import texts
+
+import edgetok.parallel as parallel
+
+
+@given(st.lists(st.one_of(texts, st.sampled_from(["\n", "\r\n", "a b", "x\ny", "  \n", "\n\n z"])),
+                max_size=30).map("".join))
+@settings(max_examples=1500, deadline=None)
+def test_every_shard_cut_is_exact(enc, ref, text):  # type: ignore[no-untyped-def]
+    data = text.encode()
+    want = ref.encode_ordinary(text)
+    c = enc.model.shard_cut(data, 0)
+    while c < len(data):
+        a, b = data[:c].decode(), data[c:].decode()  # cuts are between ASCII characters
+        assert ref.encode_ordinary(a) + ref.encode_ordinary(b) == want, (text, c)
+        c = enc.model.shard_cut(data, c + 1)
+
+
+@pytest.fixture
+def small_shards(monkeypatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(parallel, "SHARD_MIN_BYTES", 64)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(parallel, "cores", lambda: 8)  # many shards even on a 2-core machine
+
+
+def test_encode_parallel_real_text(enc, ref, corpora, small_shards):  # type: ignore[no-untyped-def]
+    for kind, text in corpora.items():
+        text = text[:200000]
+        assert enc.encode_parallel(text, num_threads=4) == ref.encode_ordinary(text), kind
+        assert enc.count_parallel(text, num_threads=3) == len(ref.encode_ordinary(text))
+    text = "<|endoftext|> a\nb " * 2000
+    assert enc.encode_parallel(text, allowed_special="all") == ref.encode(text, allowed_special="all")
+
+
+@given(texts)
+@settings(max_examples=300, deadline=None)
+def test_encode_parallel_generated(enc, ref, text):  # type: ignore[no-untyped-def]
+    from unittest import mock
+
+    text = text * 8
+    with mock.patch.object(parallel, "SHARD_MIN_BYTES", 16), mock.patch.object(parallel, "cores", lambda: 8):
+        assert enc.encode_parallel(text, num_threads=4) == ref.encode_ordinary(text)
+
+
+def test_no_cut_degrades_to_sequential(enc, ref, small_shards):  # type: ignore[no-untyped-def]
+    for text in ("x" * 5000, " " * 5000, "\n" * 3000, "1" * 4000):
+        assert enc.encode_parallel(text) == ref.encode_ordinary(text)
+
+
+def test_batches_across_threads(enc, ref, corpora, small_shards):  # type: ignore[no-untyped-def]
+    docs = [corpora["multilingual"][i:i + 700] for i in range(0, 100000, 700)] + ["", "x"]
+    want = ref.encode_ordinary_batch(docs)
+    for n in (1, 2, 5):
+        assert enc.encode_ordinary_batch(docs, num_threads=n) == want
+        assert enc.count_batch(docs, num_threads=n) == [len(w) for w in want]
+    assert enc.encode_batch(["a<|endoftext|>"] * 50, allowed_special="all") == \
+        ref.encode_batch(["a<|endoftext|>"] * 50, allowed_special="all")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_fork_after_use(enc, small_shards):  # type: ignore[no-untyped-def]
+    docs = ["hello world"] * 100
+    want = enc.encode_ordinary_batch(docs, num_threads=2)  # the pool exists now
+    pid = os.fork()
+    if pid == 0:  # child: the pool's threads did not survive; a new one must be made
+        ok = enc.encode_ordinary_batch(docs, num_threads=2) == want
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert enc.encode_ordinary_batch(docs, num_threads=2) == want
+
+
+def cli(*args: str, input: bytes | None = None, env: dict[str, str] | None = None) -> bytes:
+    p = subprocess.run([sys.executable, "-m", "edgetok_cli.main", *args], input=input,
+                       capture_output=True, env={**os.environ, **(env or {})}, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def test_cli_jobs_same_ids(ref, corpora, tmp_path):  # type: ignore[no-untyped-def]
+    text = (corpora["english"] + corpora["code"])[:1_400_000]
+    f = tmp_path / "big.txt"
+    f.write_text(text)
+    want = ref.encode_ordinary(text)
+    for jobs in ("1", "2", "3"):
+        out = cli("encode", str(f), "-j", jobs, env={"EDGETOK_CHUNK": "700000"})
+        assert list(map(int, out.split())) == want, jobs
+        out = cli("count", str(f), str(f), "-j", jobs, env={"EDGETOK_CHUNK": "600000"})
+        assert [line.split()[0] for line in out.splitlines()] == [str(len(want)).encode()] * 2 + \
+            [str(2 * len(want)).encode()]
+
+
+def test_decode_streams_live(ref):  # type: ignore[no-untyped-def]
+    # ids arrive one line at a time; each character must come out before stdin closes, and a
+    # character split across ids must not come out broken
+    text = "Hello \U0001f600 w\u00f6rld"
+    ids = ref.encode(text)
+    p = subprocess.Popen([sys.executable, "-m", "edgetok_cli.main", "decode"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE)
+    assert p.stdin is not None and p.stdout is not None
+    got = b""
+    for i in ids:
+        p.stdin.write(f"{i}\n".encode())
+        p.stdin.flush()
+        want_now = ref.decode_bytes(ids[: ids.index(i) + 1])
+        while len(got) < len(want_now) and want_now.decode("utf-8", "ignore").encode() != got:
+            chunk = os.read(p.stdout.fileno(), 64)
+            assert chunk
+            got += chunk
+        got.decode("utf-8")  # never a broken character
+    p.stdin.close()
+    got += p.stdout.read()
+    p.wait(30)
+    assert got.decode() == text
