@@ -395,15 +395,17 @@ def chunk(file: str, max_tokens: int, overlap: int, boundary: str, fmt: str, enc
 @click.option("--special", "specials", multiple=True, metavar="TOKEN=ID",
               help="A special token and its id (repeatable), e.g. '<|endoftext|>=100257'.")
 def compile_(vocab: str, output: str, specials: tuple[str, ...]) -> None:
-    """Compile a tiktoken vocabulary file (base64 token, rank per line; gzip is fine) into an
-    .etok model, for use with --model on every command and edgetok.load().
+    """Compile a vocabulary into an .etok model, for --model on every command and
+    edgetok.load(): a tiktoken file (base64 token and rank per line; gzip is fine), or a
+    SentencePiece Unigram .model (XLM-R, T5, ALBERT and their fine-tunes).
 
     \b
     Example:
       edgetok compile my.tiktoken -o my.etok --special '<|endoftext|>=100257'
+      edgetok compile spiece.model -o spiece.etok
       edgetok encode --model my.etok notes.txt
     """
-    from edgetok.compiler import compile_tiktoken
+    from edgetok.compiler import compile_source
 
     spec = {}
     for s in specials:
@@ -412,7 +414,7 @@ def compile_(vocab: str, output: str, specials: tuple[str, ...]) -> None:
             raise Failure(f"--special {s!r}: expected TOKEN=ID")
         spec[name] = int(num)
     try:
-        image = compile_tiktoken(vocab, specials=spec)
+        image = compile_source(vocab, specials=spec)
     except FileNotFoundError:
         raise Failure(f"{vocab}: no such file") from None
     except (ValueError, OSError) as e:
@@ -443,10 +445,16 @@ def info(encoding: str, model: str | None, list_: bool, verify: bool, as_json: b
     d: dict[str, object] = {
         "name": enc.name, "model": m.source, "n_vocab": enc.n_vocab,
         "special_tokens": dict(sorted(enc._special_tokens.items(), key=lambda kv: kv[1])),
-        "pretokenizer": f"Peek2 cl100k (regex-free, digit groups of {m.pretok_param})",
-        "pattern": m.pattern,
-        "bpe": "exact merges; long pieces: " + ("linear backtracking" if m.backtracks else
-                                                "heap (tokens not all reachable by merges)"),
+    }
+    if m.kind == "unigram":
+        d["algorithm"] = ("SentencePiece Unigram: precompiled-charsmap normaliser, Viterbi over "
+                          "piece scores, byte fallback as the model says")
+    else:
+        d["pretokenizer"] = f"Peek2 cl100k (regex-free, digit groups of {m.pretok_param})"
+        d["pattern"] = m.pattern
+        d["bpe"] = "exact merges; long pieces: " + ("linear backtracking" if m.backtracks else
+                                                   "heap (tokens not all reachable by merges)")
+    d |= {
         "model_bytes": m.size, "max_token_bytes": m.max_token_len,
         "memory": m.backing,
     }

@@ -9,12 +9,14 @@ from cffi import FFI
 
 ROOT = Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
-SOURCES = ["model/model.c", "model/compile.c", "bpe/bpe.c"]
+SOURCES = ["model/model.c", "model/compile.c", "bpe/bpe.c", "unigram/unigram.c"]
 
 CDEF = """
 typedef struct et_model et_model;
 typedef struct et_ws et_ws;
 #define ET_FINAL ...
+#define ET_MODEL_BPE ...
+#define ET_MODEL_UNIGRAM ...
 #define ET_LOAD_HUGEPAGES ...
 #define ET_LOAD_VERIFY ...
 #define ET_PRETOK_CL100K ...
@@ -34,6 +36,12 @@ const char *et_model_backing(const et_model *m);     /* mmap, hugetlb, thp, heap
 size_t et_model_size(const et_model *m);
 uint32_t et_model_max_token_len(const et_model *m);
 int et_model_backtracks(const et_model *m);
+uint32_t et_model_kind(const et_model *m);
+size_t et_encode_bound(const et_model *m, size_t len);
+int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const float *scores,
+                       const uint8_t *types, const char *charsmap, size_t charsmap_len,
+                       uint32_t flags, uint32_t unk_id, const char *unk_surface,
+                       uint8_t **out, size_t *out_len);
 int et_token_bytes(const et_model *m, uint32_t id, const uint8_t **ptr, size_t *len);
 int et_token_lookup(const et_model *m, const char *s, size_t len, uint32_t *id);
 size_t et_ws_size(size_t max_piece);                 /* workspace bytes for pieces <= max */

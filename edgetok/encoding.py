@@ -47,7 +47,8 @@ class Encoding:
         self._model = model
         if special_tokens is None:
             special_tokens = {}
-            for i in model.special_ids():
+            # SentencePiece models match no special text: "<s>" in a text is text
+            for i in (model.special_ids() if model.kind == "bpe" else []):
                 b = model.token_bytes(i)
                 if b is not None:
                     special_tokens[b.decode("utf-8", "replace")] = i
@@ -244,7 +245,7 @@ class Encoding:
         return self._model.decode(tokens)
 
     def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
-        return self._model.decode(tokens).decode("utf-8", errors=errors)
+        return self.decode_bytes(tokens).decode("utf-8", errors=errors)
 
     def decode_single_token_bytes(self, token: int) -> bytes:
         if not 0 <= token < 1 << 32:

@@ -45,8 +45,8 @@ def get_encoding(name: str) -> "Encoding":
 
 
 def load(path: str | os.PathLike[str], *, name: str | None = None) -> "Encoding":
-    """An Encoding for a model file: an .etok model, or a tiktoken vocabulary (compiled in
-    memory with the cl100k_base pattern and no special tokens)."""
+    """An Encoding for a model file: an .etok model, a SentencePiece .model (Unigram), or a
+    tiktoken vocabulary (compiled in memory with the cl100k_base pattern, no special tokens)."""
     from ._ffi import Model
     from .encoding import Encoding
 
@@ -56,7 +56,7 @@ def load(path: str | os.PathLike[str], *, name: str | None = None) -> "Encoding"
     if magic == b"EDGETOK\0":
         model = Model.open(str(p), hugepages=_hugepages())
     else:
-        from .compiler import compile_tiktoken
+        from .compiler import compile_source
 
-        model = Model.from_bytes(compile_tiktoken(p), str(p))
+        model = Model.from_bytes(compile_source(p), str(p))
     return Encoding(name or p.name.split(".")[0], model)

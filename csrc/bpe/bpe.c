@@ -61,6 +61,9 @@ et_ws *et_ws_init(const et_model *m, void *mem, size_t size)
 }
 
 size_t et_ws_need(const et_ws *ws) { return ws->need; }
+void *et_ws_mem(et_ws *ws) { return ws->mem; }
+size_t et_ws_bytes(const et_ws *ws) { return WS_PER_BYTE * (ws->cap + 1); }
+void et_ws_set_need(et_ws *ws, size_t need) { ws->need = need; }
 
 /* tiktoken's byte_pair_merge for a short piece p[0..n), n >= 2, stopping when `stop` parts
  * are left (1: run to the end). Returns the part count; the ids are left in ids[0..count). */
@@ -375,6 +378,14 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
     size_t i = 0, n = 0, cut = 0, cut_n = 0;
     int rc = ET_OK;
     uint32_t one;
+    if (m->kind == ET_KIND_UNIGRAM) { /* one sentence: no cut, no limit, no offsets */
+        *consumed = *n_out = 0;
+        if (!final || ends || limit != SIZE_MAX) return final ? ET_E_ARG : ET_OK;
+        rc = et_unigram_run(ws, m, t, len, out, cap, n_out);
+        if (rc == ET_OK) *consumed = len;
+        else *n_out = 0;
+        return rc;
+    }
     while (i < len && n <= limit) {
         size_t e = et_cl100k_next(t, len, i, maxdig);
         if (!final) {
@@ -495,7 +506,7 @@ int et_split_at(et_ws *ws, const char *text_, size_t len, size_t n, uint32_t *id
 int et_prefix_counts(et_ws *ws, const char *text, size_t len, uint32_t *cum)
 {
     const uint8_t *t = (const uint8_t *)text;
-    if (!ws || (!t && len) || !cum) return ET_E_ARG;
+    if (!ws || (!t && len) || !cum || ws->m->kind != ET_KIND_BPE) return ET_E_ARG;
     const et_model *m = ws->m;
     size_t i = 0, n = 0;
     uint32_t one;
@@ -526,7 +537,8 @@ int et_count_range(et_ws *ws, const char *text, size_t len, const uint32_t *cum,
                    size_t j, size_t *count)
 {
     const uint8_t *t = (const uint8_t *)text;
-    if (!ws || (!t && len) || !cum || !count || i > j || j > len) return ET_E_ARG;
+    if (!ws || (!t && len) || !cum || !count || i > j || j > len || ws->m->kind != ET_KIND_BPE)
+        return ET_E_ARG;
     const et_model *m = ws->m;
     /* q: the last piece boundary of the whole text before j that is a safe cut. text[i..j)
      * has a boundary there too, and the same pieces as the whole text from any boundary the
@@ -557,7 +569,8 @@ int et_count_range(et_ws *ws, const char *text, size_t len, const uint32_t *cum,
 int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned flags,
                    size_t *ends, size_t cap, size_t *n_out, size_t *consumed)
 {
-    if (!m || (!text && len) || (!ends && cap) || !n_out || !consumed) return ET_E_ARG;
+    if (!m || (!text && len) || (!ends && cap) || !n_out || !consumed || m->kind != ET_KIND_BPE)
+        return ET_E_ARG;
     const uint8_t *t = (const uint8_t *)text;
     size_t i = 0, n = 0, cut = 0, cut_n = 0;
     int rc = ET_OK;
@@ -584,6 +597,6 @@ int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned fla
 
 size_t et_shard_cut(const et_model *m, const char *text, size_t len, size_t from)
 {
-    if (!m || !text || from >= len) return len;
+    if (!m || !text || from >= len || m->kind != ET_KIND_BPE) return len;
     return et_cl100k_forced_cut((const uint8_t *)text, len, from);
 }

@@ -63,6 +63,7 @@ uint32_t et_model_n_specials(const et_model *m);
 uint32_t et_model_special(const et_model *m, uint32_t i);
 
 /* The pretokenizer kind (ET_PRETOK_*) and its parameter (max digits per group for cl100k). */
+#define ET_PRETOK_NONE 0u   /* unigram models: the normaliser, no pretokenizer */
 #define ET_PRETOK_CL100K 1u
 uint32_t et_model_pretok(const et_model *m, uint32_t *param);
 
@@ -79,6 +80,12 @@ uint32_t et_model_max_token_len(const et_model *m);
 /* Whether long pieces take the linear backtracking encoder (1) or the O(n log n) heap (0):
  * the compiler enables backtracking when every token is the BPE of its own bytes. */
 int et_model_backtracks(const et_model *m);
+
+/* The model family: ET_MODEL_BPE (tiktoken-style byte-level BPE) or ET_MODEL_UNIGRAM
+ * (SentencePiece Unigram: normaliser, Viterbi over piece scores, byte fallback). */
+#define ET_MODEL_BPE 1u
+#define ET_MODEL_UNIGRAM 2u
+uint32_t et_model_kind(const et_model *m);
 
 /* The bytes of token id (ordinary or special): *ptr points into the model, valid while it is
  * loaded. ET_E_TOKEN when the model has no such id. */
@@ -108,8 +115,9 @@ size_t et_ws_need(const et_ws *ws);
 #define ET_FINAL 1u /* the text is complete. Without it, work stops at the last cut that no
                        following text can move, and *consumed says where it is. */
 
-/* Upper bound on the ids that encoding len bytes produces (write at most this many). */
-static inline size_t et_encode_bound(size_t len) { return len; }
+/* Upper bound on the ids that encoding len bytes with model m produces: len for BPE models
+ * (no token is empty); more for unigram models (normalisation and byte fallback expand). */
+size_t et_encode_bound(const et_model *m, size_t len);
 
 /* Encodes text[0..len) as ordinary text (special tokens are not recognised) into out[0..cap).
  * *n_out = ids written, *consumed = bytes they cover (always a piece boundary). Returns
@@ -181,6 +189,16 @@ int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, 
                    const char *sbytes, const uint32_t *soff, const uint32_t *sids, uint32_t ns,
                    uint32_t pretok, uint32_t pretok_param, const char *pattern,
                    uint8_t **out, size_t *out_len);
+
+/* Compiles a SentencePiece Unigram model: n pieces (bytes[off[i]..off[i+1]), id i), their
+ * scores and types (1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte), the
+ * precompiled normaliser charsmap (may be empty), flags (1 add dummy prefix, 2 remove extra
+ * whitespace, 4 escape whitespace, 8 byte fallback, 16 whitespace as suffix) and the unknown
+ * piece's id, and the text <unk> decodes to. Output as et_compile_bpe. */
+int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const float *scores,
+                       const uint8_t *types, const char *charsmap, size_t charsmap_len,
+                       uint32_t flags, uint32_t unk_id, const char *unk_surface,
+                       uint8_t **out, size_t *out_len);
 
 /* Frees memory returned by edgetok (et_compile_bpe). */
 void et_free(void *p);

@@ -125,16 +125,21 @@ out:
 
 static size_t align64(size_t x) { return (x + 63u) & ~(size_t)63u; }
 
-int et_compile_bpe(const char *bytes_, const uint32_t *off, const uint32_t *ids, uint32_t n,
-                   const char *sbytes_, const uint32_t *soff, const uint32_t *sids, uint32_t ns,
-                   uint32_t pretok, uint32_t pretok_param, const char *pattern,
-                   uint8_t **out, size_t *out_len)
+/* What a model family adds to the common image: extra sections, and byte ids. */
+typedef struct {
+    uint32_t kind, pretok, pretok_param;
+    const char *pattern;             /* BPE */
+    const uint32_t *byteids;         /* unigram: <0xNN> pieces; BPE: NULL (single-byte tokens) */
+    const void *data[ET_NSEC];       /* unigram: SCORES, TYPES, UPARAM, CHARSMAP */
+    size_t size[ET_NSEC];
+} extra;
+
+static int compile_image(const uint8_t *bytes, const uint32_t *off, const uint32_t *ids,
+                         uint32_t n, const uint8_t *sbytes, const uint32_t *soff,
+                         const uint32_t *sids, uint32_t ns, const extra *x, uint8_t **out,
+                         size_t *out_len)
 {
-    const uint8_t *bytes = (const uint8_t *)bytes_, *sbytes = (const uint8_t *)sbytes_;
-    if (!out || !out_len || !pattern || (n && (!bytes || !off || !ids)) ||
-        (ns && (!sbytes || !soff || !sids)) || n > 0x7FFFFFFFu)
-        return ET_E_ARG;
-    if (pretok != ET_PRETOK_CL100K || pretok_param < 1 || pretok_param > 9) return ET_E_ARG;
+    const int bpe = x->kind == ET_KIND_BPE;
     int rc = ET_OK;
     uint32_t n_vocab = 0, max_len = 0;
     uint32_t byteids[256];
@@ -144,15 +149,16 @@ int et_compile_bpe(const char *bytes_, const uint32_t *off, const uint32_t *ids,
         uint32_t l = off[i + 1] - off[i];
         if (l > max_len) max_len = l;
         if (ids[i] + 1 > n_vocab) n_vocab = ids[i] + 1;
-        if (l == 1) byteids[bytes[off[i]]] = ids[i];
+        if (bpe && l == 1) byteids[bytes[off[i]]] = ids[i];
     }
+    if (!bpe) memcpy(byteids, x->byteids, sizeof byteids);
     for (uint32_t i = 0; i < ns; i++) {
         if (soff[i + 1] <= soff[i] || sids[i] >= 0x7FFFFFFFu) return ET_E_VOCAB;
         uint32_t l = soff[i + 1] - soff[i];
         if (l > max_len) max_len = l;
         if (sids[i] + 1 > n_vocab) n_vocab = sids[i] + 1;
     }
-    for (int b = 0; b < 256; b++)
+    for (int b = 0; bpe && b < 256; b++)
         if (byteids[b] == ET_NONE) return ET_E_VOCAB; /* BPE needs every single byte */
 
     uint32_t *tokoff = calloc((size_t)n_vocab + 1, 4), *idx = malloc((size_t)n * 4 + 4);
@@ -179,10 +185,14 @@ int et_compile_bpe(const char *bytes_, const uint32_t *off, const uint32_t *ids,
         if (tok_cmp(&ts, idx[i - 1], idx[i]) == 0) { rc = ET_E_VOCAB; goto done; }
     if ((rc = dat_build(&d, &ts, idx, ids, n))) goto done;
 
-    size_t plen = strlen(pattern) + 1;
+    size_t plen = x->pattern ? strlen(x->pattern) + 1 : 0;
     size_t sz[ET_NSEC] = {(size_t)d.used * 8, (size_t)d.used * 4, ((size_t)n_vocab + 1) * 4,
-                          blob_size, (size_t)ns * 4, 256 * 4, plen, (size_t)n_vocab * 8,
-                          (size_t)n_vocab * 4, (size_t)n_vocab * 4, 0, 0};
+                          blob_size, (size_t)ns * 4, 256 * 4, plen};
+    if (bpe) {
+        sz[ET_SEC_SPLIT] = (size_t)n_vocab * 8;
+        sz[ET_SEC_PREFIX] = sz[ET_SEC_TNODE] = (size_t)n_vocab * 4;
+    }
+    for (int k = ET_SEC_SCORES; k < ET_NSEC; k++) sz[k] = x->size[k];
     et_header h;
     memset(&h, 0, sizeof h);
     size_t pos = align64(sizeof h);
@@ -197,9 +207,9 @@ int et_compile_bpe(const char *bytes_, const uint32_t *off, const uint32_t *ids,
     h.version = ET_FORMAT_VERSION;
     h.header_size = sizeof h;
     h.file_size = pos;
-    h.kind = ET_KIND_BPE;
-    h.pretok = pretok;
-    h.pretok_param = pretok_param;
+    h.kind = x->kind;
+    h.pretok = x->pretok;
+    h.pretok_param = x->pretok_param;
     h.n_vocab = n_vocab;
     h.n_cells = d.used;
     h.n_specials = ns;
@@ -219,10 +229,12 @@ int et_compile_bpe(const char *bytes_, const uint32_t *off, const uint32_t *ids,
         memcpy(img + h.sec[ET_SEC_SPECIALS].off + 4 * (size_t)i, &sids[i], 4);
     }
     memcpy(img + h.sec[ET_SEC_BYTEIDS].off, byteids, sizeof byteids);
-    memcpy(img + h.sec[ET_SEC_PATTERN].off, pattern, plen);
+    if (plen) memcpy(img + h.sec[ET_SEC_PATTERN].off, x->pattern, plen);
+    for (int k = ET_SEC_SCORES; k < ET_NSEC; k++)
+        if (sz[k]) memcpy(img + h.sec[k].off, x->data[k], sz[k]);
     h.checksum = 0;
     memcpy(img, &h, sizeof h);
-    {   /* the backtracking encoder's tables, computed with the model as laid out so far */
+    if (bpe) {   /* the backtracking encoder's tables, computed with the model as laid out so far */
         et_model *m = NULL;
         if ((rc = et_model_from_buffer(img, pos, 0, &m))) goto done;
         int ok = et_bpe_tables(m, (uint32_t *)(img + h.sec[ET_SEC_SPLIT].off),
@@ -245,5 +257,90 @@ done:
     free(d.check);
     free(d.value);
     free(img);
+    return rc;
+}
+
+int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, uint32_t n,
+                   const char *sbytes, const uint32_t *soff, const uint32_t *sids, uint32_t ns,
+                   uint32_t pretok, uint32_t pretok_param, const char *pattern,
+                   uint8_t **out, size_t *out_len)
+{
+    if (!out || !out_len || !pattern || (n && (!bytes || !off || !ids)) ||
+        (ns && (!sbytes || !soff || !sids)) || n > 0x7FFFFFFFu)
+        return ET_E_ARG;
+    if (pretok != ET_PRETOK_CL100K || pretok_param < 1 || pretok_param > 9) return ET_E_ARG;
+    extra x = {ET_KIND_BPE, pretok, pretok_param, pattern, NULL, {0}, {0}};
+    return compile_image((const uint8_t *)bytes, off, ids, n, (const uint8_t *)sbytes, soff, sids,
+                         ns, &x, out, out_len);
+}
+
+int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const float *scores,
+                       const uint8_t *types, const char *charsmap, size_t charsmap_len,
+                       uint32_t flags, uint32_t unk_id, const char *unk_surface,
+                       uint8_t **out, size_t *out_len)
+{
+    if (!out || !out_len || !n || !bytes || !off || !scores || !types || !unk_surface ||
+        (charsmap_len && !charsmap) || n > 0x7FFFFFFFu || unk_id >= n)
+        return ET_E_ARG;
+    /* trie pieces (normal, user-defined, unused) and the rest ("specials"), by id */
+    uint32_t *ids = malloc((size_t)n * 4), *tb = malloc((size_t)n * 4 + 4),
+             *sids = malloc((size_t)n * 4), *sb = malloc((size_t)n * 4 + 4);
+    uint32_t nt = 0, ns = 0, byteids[256];
+    int rc = ET_OK;
+    if (!ids || !tb || !sids || !sb) { rc = ET_E_NOMEM; goto out; }
+    memset(byteids, 0xFF, sizeof byteids);
+    et_uparam up = {unk_id, flags, 3.402823466e+38f, -3.402823466e+38f};
+    /* piece bytes are passed through as offsets into the caller's buffer */
+    tb[0] = sb[0] = 0;
+    uint32_t *toff = malloc(((size_t)n + 1) * 4), *soff = malloc(((size_t)n + 1) * 4);
+    char *tbytes = malloc((size_t)off[n] + 1), *sbytes = malloc((size_t)off[n] + 1);
+    if (!toff || !soff || !tbytes || !sbytes) {
+        free(toff); free(soff); free(tbytes); free(sbytes);
+        rc = ET_E_NOMEM;
+        goto out;
+    }
+    toff[0] = soff[0] = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t l = off[i + 1] - off[i];
+        if (off[i + 1] < off[i] || l == 0) { rc = ET_E_VOCAB; break; }
+        int t = types[i];
+        if (t == ET_SP_NORMAL) {
+            if (scores[i] < up.min_score) up.min_score = scores[i];
+            if (scores[i] > up.max_score) up.max_score = scores[i];
+        }
+        if (t == ET_SP_NORMAL || t == ET_SP_USER_DEFINED || t == ET_SP_UNUSED) {
+            memcpy(tbytes + toff[nt], bytes + off[i], l);
+            toff[nt + 1] = toff[nt] + l;
+            ids[nt++] = i;
+        } else {
+            memcpy(sbytes + soff[ns], bytes + off[i], l);
+            soff[ns + 1] = soff[ns] + l;
+            sids[ns++] = i;
+            unsigned v;
+            if (t == ET_SP_BYTE && l == 6 && memcmp(bytes + off[i], "<0x", 3) == 0 &&
+                bytes[off[i] + 5] == '>') {
+                char hex[3] = {bytes[off[i] + 3], bytes[off[i] + 4], 0};
+                char *end;
+                v = (unsigned)strtoul(hex, &end, 16);
+                if (*end == 0 && v < 256) byteids[v] = i;
+            }
+        }
+    }
+    if (rc == ET_OK) {
+        extra x = {ET_KIND_UNIGRAM, ET_PRETOK_NONE, 0, unk_surface, byteids, {0}, {0}};
+        x.data[ET_SEC_SCORES] = scores;
+        x.size[ET_SEC_SCORES] = (size_t)n * 4;
+        x.data[ET_SEC_TYPES] = types;
+        x.size[ET_SEC_TYPES] = n;
+        x.data[ET_SEC_UPARAM] = &up;
+        x.size[ET_SEC_UPARAM] = sizeof up;
+        x.data[ET_SEC_CHARSMAP] = charsmap;
+        x.size[ET_SEC_CHARSMAP] = charsmap_len;
+        rc = compile_image((const uint8_t *)tbytes, toff, ids, nt, (const uint8_t *)sbytes, soff,
+                           sids, ns, &x, out, out_len);
+    }
+    free(toff); free(soff); free(tbytes); free(sbytes);
+out:
+    free(ids); free(tb); free(sids); free(sb);
     return rc;
 }

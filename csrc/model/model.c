@@ -85,9 +85,15 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
     if (memcmp(h->magic, "EDGETOK", 8) != 0) return ET_E_FORMAT;
     if (h->version != ET_FORMAT_VERSION) return ET_E_VERSION;
     if (h->header_size != sizeof(et_header) || h->file_size != size) return ET_E_FORMAT;
-    if (h->kind != ET_KIND_BPE || h->pretok != ET_PRETOK_CL100K) return ET_E_VERSION;
-    if (h->pretok_param < 1 || h->pretok_param > 9) return ET_E_FORMAT;
-    if (h->n_vocab < 256 || h->n_vocab > 0x7FFFFFFFu || h->n_cells < 257 ||
+    if (h->kind == ET_KIND_BPE) {
+        if (h->pretok != ET_PRETOK_CL100K) return ET_E_VERSION;
+        if (h->pretok_param < 1 || h->pretok_param > 9) return ET_E_FORMAT;
+    } else if (h->kind == ET_KIND_UNIGRAM) {
+        if (h->pretok != ET_PRETOK_NONE) return ET_E_VERSION;
+    } else {
+        return ET_E_VERSION;
+    }
+    if (h->n_vocab < 1 || h->n_vocab > 0x7FFFFFFFu || h->n_cells < 1 ||
         h->n_cells > 0x7FFFFFFFu || h->n_specials > h->n_vocab)
         return ET_E_FORMAT;
     const void *p;
@@ -110,29 +116,51 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
     }
     if ((rc = section(h, size, ET_SEC_BYTEIDS, 256u * 4u, &p, NULL))) return rc;
     m->byteids = p;
-    if ((rc = section(h, size, ET_SEC_PATTERN, 0, &p, &got))) return rc;
-    if (got == 0 || ((const char *)p)[got - 1] != '\0') return ET_E_FORMAT;
-    m->pattern = p;
-    if ((rc = section(h, size, ET_SEC_SPLIT, (size_t)h->n_vocab * 8u, &p, NULL))) return rc;
-    m->split = p;
-    if ((rc = section(h, size, ET_SEC_PREFIX, (size_t)h->n_vocab * 4u, &p, NULL))) return rc;
-    m->prefix = p;
-    if ((rc = section(h, size, ET_SEC_TNODE, (size_t)h->n_vocab * 4u, &p, NULL))) return rc;
-    m->tnode = p;
-    m->flags = h->flags;
+    m->kind = h->kind;
     m->n_cells = h->n_cells;
     m->n_vocab = h->n_vocab;
     m->n_specials = h->n_specials;
     m->pretok = h->pretok;
     m->pretok_param = h->pretok_param;
     m->max_token_len = h->max_token_len;
+    m->flags = h->flags;
     m->data = d;
     m->size = size;
-    /* the encoders rely on every single byte being a token reachable from the root */
-    for (unsigned b = 0; b < 256; b++) {
-        uint32_t t = et_trie_next(m, 0, (uint8_t)b);
-        if (t == ET_NONE || m->values[t] != m->byteids[b] || m->byteids[b] >= m->n_vocab)
-            return ET_E_FORMAT;
+    if (h->kind == ET_KIND_UNIGRAM) {
+        m->pattern = "";
+        m->unk_surface = " \xE2\x81\x87 ";
+        if (h->sec[ET_SEC_PATTERN].size) { /* unigram: the unknown piece's surface */
+            if ((rc = section(h, size, ET_SEC_PATTERN, 0, &p, &got))) return rc;
+            if (((const char *)p)[got - 1] != '\0') return ET_E_FORMAT;
+            m->unk_surface = p;
+        }
+        if ((rc = section(h, size, ET_SEC_SCORES, (size_t)h->n_vocab * 4u, &p, NULL))) return rc;
+        m->scores = p;
+        if ((rc = section(h, size, ET_SEC_TYPES, (size_t)h->n_vocab, &p, NULL))) return rc;
+        m->types = p;
+        if ((rc = section(h, size, ET_SEC_UPARAM, sizeof(et_uparam), &p, NULL))) return rc;
+        memcpy(&m->up, p, sizeof m->up);
+        if ((rc = section(h, size, ET_SEC_CHARSMAP, 0, &p, &got))) return rc;
+        m->charsmap = p;
+        m->charsmap_size = got;
+        if (m->up.unk_id >= m->n_vocab) return ET_E_FORMAT;
+    } else {
+        if (h->n_vocab < 256) return ET_E_FORMAT;
+        if ((rc = section(h, size, ET_SEC_PATTERN, 0, &p, &got))) return rc;
+        if (got == 0 || ((const char *)p)[got - 1] != '\0') return ET_E_FORMAT;
+        m->pattern = p;
+        if ((rc = section(h, size, ET_SEC_SPLIT, (size_t)h->n_vocab * 8u, &p, NULL))) return rc;
+        m->split = p;
+        if ((rc = section(h, size, ET_SEC_PREFIX, (size_t)h->n_vocab * 4u, &p, NULL))) return rc;
+        m->prefix = p;
+        if ((rc = section(h, size, ET_SEC_TNODE, (size_t)h->n_vocab * 4u, &p, NULL))) return rc;
+        m->tnode = p;
+        /* the BPE encoders rely on every single byte being a token reachable from the root */
+        for (unsigned b = 0; b < 256; b++) {
+            uint32_t t = et_trie_next(m, 0, (uint8_t)b);
+            if (t == ET_NONE || m->values[t] != m->byteids[b] || m->byteids[b] >= m->n_vocab)
+                return ET_E_FORMAT;
+        }
     }
     for (uint32_t i = 0; i < m->n_specials; i++)
         if (m->specials[i] >= m->n_vocab) return ET_E_FORMAT;
@@ -269,6 +297,14 @@ const char *et_model_backing(const et_model *m) { return backing_names[m->backin
 size_t et_model_size(const et_model *m) { return m->size; }
 uint32_t et_model_max_token_len(const et_model *m) { return m->max_token_len; }
 int et_model_backtracks(const et_model *m) { return (m->flags & ET_FLAG_BACKTRACK) != 0; }
+uint32_t et_model_kind(const et_model *m) { return m->kind; }
+
+size_t et_encode_bound(const et_model *m, size_t len)
+{
+    /* unigram: normalised text is at most 3 bytes per input byte plus a dummy prefix, and
+     * each of its bytes yields at most one id */
+    return m && m->kind == ET_KIND_UNIGRAM ? 3 * len + 8 : len;
+}
 
 int et_token_bytes(const et_model *m, uint32_t id, const uint8_t **ptr, size_t *len)
 {
@@ -288,42 +324,93 @@ int et_token_lookup(const et_model *m, const char *s, size_t len, uint32_t *id)
     return ET_OK;
 }
 
-int et_decode_len(const et_model *m, const uint32_t *ids, size_t n, size_t *len)
+/* One token's text when decoding: for BPE its bytes; for unigram what sentencepiece's decode
+ * gives (control pieces nothing, <unk> its surface, <0xNN> the byte, U+2581 a space, and the
+ * first piece without its dummy-prefix space). *bos tracks "no text yet". */
+static int surface(const et_model *m, uint32_t id, int *bos, const uint8_t **p, size_t *l,
+                   uint8_t *byte)
 {
-    size_t total = 0;
+    if (et_token_bytes(m, id, p, l) != ET_OK) return ET_E_TOKEN;
+    if (m->kind != ET_KIND_UNIGRAM) return ET_OK;
+    switch (m->types[id]) {
+    case ET_SP_CONTROL:
+        *l = 0;
+        return ET_OK;
+    case ET_SP_UNKNOWN:
+        *p = (const uint8_t *)m->unk_surface;
+        *l = strlen(m->unk_surface);
+        *bos = 0;
+        return ET_OK;
+    case ET_SP_BYTE: {
+        unsigned v = 0;
+        for (size_t k = 3; k < 5 && *l == 6; k++) {
+            uint8_t c = (*p)[k];
+            v = v * 16 + (c >= '0' && c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+        }
+        *byte = (uint8_t)v;
+        *p = byte;
+        *l = 1;
+        *bos = 0;
+        return ET_OK;
+    }
+    default:
+        if (*bos && (m->up.flags & ET_SP_ADD_DUMMY_PREFIX) && *l >= 3 &&
+            memcmp(*p, "\xE2\x96\x81", 3) == 0) {
+            *p += 3;
+            *l -= 3;
+        }
+        *bos = 0;
+        return ET_OK;
+    }
+}
+
+/* Decodes into out[0..cap) (out NULL: only measures). U+2581 in unigram pieces becomes ' '. */
+static int decode_into(const et_model *m, const uint32_t *ids, size_t n, char *out, size_t cap,
+                       size_t *n_out)
+{
+    size_t w = 0;
+    int bos = 1;
+    const int uni = m->kind == ET_KIND_UNIGRAM;
     for (size_t i = 0; i < n; i++) {
         const uint8_t *p;
         size_t l;
-        if (et_token_bytes(m, ids[i], &p, &l) != ET_OK) {
-            *len = i;
+        uint8_t byte;
+        if (surface(m, ids[i], &bos, &p, &l, &byte) != ET_OK) {
+            *n_out = out ? w : i;
             return ET_E_TOKEN;
         }
-        total += l;
+        for (size_t k = 0; k < l;) {
+            size_t step = 1;
+            uint8_t c = p[k];
+            if (uni && m->types[ids[i]] != ET_SP_BYTE && m->types[ids[i]] != ET_SP_UNKNOWN &&
+                l - k >= 3 && memcmp(p + k, "\xE2\x96\x81", 3) == 0) {
+                c = ' ';
+                step = 3;
+            }
+            if (out) {
+                if (w >= cap) {
+                    *n_out = w;
+                    return ET_E_FULL;
+                }
+                out[w] = (char)c;
+            }
+            w++;
+            k += step;
+        }
     }
-    *len = total;
+    *n_out = w;
     return ET_OK;
+}
+
+int et_decode_len(const et_model *m, const uint32_t *ids, size_t n, size_t *len)
+{
+    return decode_into(m, ids, n, NULL, 0, len);
 }
 
 int et_decode(const et_model *m, const uint32_t *ids, size_t n, char *out, size_t cap,
               size_t *n_out)
 {
-    size_t w = 0;
-    for (size_t i = 0; i < n; i++) {
-        const uint8_t *p;
-        size_t l;
-        if (et_token_bytes(m, ids[i], &p, &l) != ET_OK) {
-            *n_out = w;
-            return ET_E_TOKEN;
-        }
-        if (l > cap - w) {
-            *n_out = w;
-            return ET_E_FULL;
-        }
-        memcpy(out + w, p, l);
-        w += l;
-    }
-    *n_out = w;
-    return ET_OK;
+    return decode_into(m, ids, n, out, cap, n_out);
 }
 
 void et_free(void *p) { free(p); }

@@ -17,6 +17,12 @@
  * SPLIT, PREFIX and TNODE serve the backtracking encoder; the header flag ET_FLAG_BACKTRACK
  * says the compiler proved them consistent (every token is the BPE of its own bytes, made
  * from lower-ranked parts).
+ * Unigram models (kind ET_KIND_UNIGRAM) have no SPLIT/PREFIX/TNODE/PATTERN, and instead:
+ *   SCORES   n_vocab x float32 piece score;  TYPES  n_vocab x uint8 piece type (ET_SP_*)
+ *   UPARAM   one et_uparam;  CHARSMAP  SentencePiece's precompiled normaliser (may be empty)
+ *   PATTERN  (optional) the text <unk> decodes to, NUL-terminated
+ * Their trie holds the NORMAL, USER_DEFINED and UNUSED pieces; the other pieces (unknown,
+ * control, byte) are "specials": in TOKOFF/BLOB only. BYTEIDS maps bytes to <0xNN> pieces.
  * The loader checks every offset and size against the file before use; values read from the
  * trie are bounds-checked where they are used, so a hostile file cannot cause a bad read.
  */
@@ -29,13 +35,29 @@
 #include "../include/edgetok.h"
 
 #define ET_NONE 0xFFFFFFFFu
-#define ET_FORMAT_VERSION 2u
+#define ET_FORMAT_VERSION 3u
 #define ET_KIND_BPE 1u
+#define ET_KIND_UNIGRAM 2u
 #define ET_FLAG_BACKTRACK 1u
+
+/* Unigram (SentencePiece) models: piece types, as in sentencepiece_model.proto */
+enum { ET_SP_NORMAL = 1, ET_SP_UNKNOWN = 2, ET_SP_CONTROL = 3, ET_SP_USER_DEFINED = 4,
+       ET_SP_UNUSED = 5, ET_SP_BYTE = 6 };
+/* Unigram normaliser and trainer flags (et_uparam.flags) */
+#define ET_SP_ADD_DUMMY_PREFIX 1u
+#define ET_SP_REMOVE_EXTRA_WS 2u
+#define ET_SP_ESCAPE_WS 4u
+#define ET_SP_BYTE_FALLBACK 8u
+#define ET_SP_WS_SUFFIX 16u
+
+typedef struct {
+    uint32_t unk_id, flags;
+    float min_score, max_score; /* over NORMAL pieces */
+} et_uparam;
 
 enum { ET_SEC_CELLS, ET_SEC_VALUES, ET_SEC_TOKOFF, ET_SEC_BLOB, ET_SEC_SPECIALS,
        ET_SEC_BYTEIDS, ET_SEC_PATTERN, ET_SEC_SPLIT, ET_SEC_PREFIX, ET_SEC_TNODE,
-       ET_NSEC = 12 };
+       ET_SEC_SCORES, ET_SEC_TYPES, ET_SEC_UPARAM, ET_SEC_CHARSMAP, ET_NSEC = 16 };
 
 typedef struct {
     uint8_t magic[8]; /* "EDGETOK\0" */
@@ -55,10 +77,16 @@ struct et_model {
     const uint32_t *specials;
     const uint32_t *byteids;
     const char *pattern;
+    const char *unk_surface; /* unigram: the text <unk> decodes to */
     const uint32_t *split;  /* left, right interleaved */
     const uint32_t *prefix;
     const uint32_t *tnode;
-    uint32_t n_cells, n_vocab, n_specials, pretok, pretok_param, max_token_len, flags;
+    const float *scores;
+    const uint8_t *types;
+    const uint8_t *charsmap;
+    size_t charsmap_size;
+    et_uparam up;
+    uint32_t kind, n_cells, n_vocab, n_specials, pretok, pretok_param, max_token_len, flags;
     size_t blob_size, size;
     const uint8_t *data;
     void *map;       /* what to unmap / free, or NULL for a caller's buffer */
@@ -94,6 +122,15 @@ static inline uint32_t et_tok(const struct et_model *m, uint32_t id, const uint8
 /* Fills the SPLIT, PREFIX and TNODE tables of a model whose other sections are complete;
  * returns 1 when they are consistent for the backtracking encoder (see ET_FLAG_BACKTRACK). */
 int et_bpe_tables(const struct et_model *m, uint32_t *split, uint32_t *prefix, uint32_t *tnode);
+
+/* The workspace's scratch memory, its size in bytes, and the et_ws_need() answer to give. */
+void *et_ws_mem(struct et_ws *ws);
+size_t et_ws_bytes(const struct et_ws *ws);
+void et_ws_set_need(struct et_ws *ws, size_t need);
+
+/* Unigram encoding of text[0..len) (complete) into out[0..cap) / counting (out NULL). */
+int et_unigram_run(struct et_ws *ws, const struct et_model *m, const uint8_t *text, size_t len,
+                   uint32_t *out, size_t cap, size_t *n_out);
 
 uint64_t et_checksum(const uint8_t *p, size_t n);
 /* The checksum of a whole image: header (checksum field as zero) and body; the header's

@@ -54,7 +54,7 @@ int main(int argc, char **argv) {
     size_t len = 0;
     char *text = read_all(f, &len);
     if (f != stdin) fclose(f);
-    size_t cap = et_encode_bound(len) + 1, done = 0, total = 0;
+    size_t cap = et_encode_bound(m, len) + 1, done = 0, total = 0;
     size_t wsize = et_ws_size(strcmp(cmd, "range") == 0 ? len : 0); /* range: no retries */
     uint32_t *ids = malloc(cap * sizeof *ids);
     size_t *ends = malloc(cap * sizeof *ends);

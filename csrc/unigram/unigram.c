@@ -1,0 +1,269 @@
+/* csrc/unigram: SentencePiece Unigram encoding, token for token what the `sentencepiece`
+ * package's encode(text, out_type=int) gives.
+ *
+ * 1. Normalise as sentencepiece's Normalizer does: user-defined pieces pass through; else the
+ *    longest rule of the precompiled charsmap (a darts-clone double array over UTF-8 keys,
+ *    then NUL-terminated replacement strings) replaces a prefix; else one UTF-8 character
+ *    passes (an invalid byte becomes U+FFFD). Extra whitespace is removed (leading, trailing,
+ *    repeated), spaces become U+2581, and a dummy U+2581 prefix (or suffix) is added, as the
+ *    model's flags say.
+ * 2. Viterbi over the normalised bytes, as sentencepiece's EncodeOptimized: at each character
+ *    start, walk the piece trie; each piece ending at k offers best[start] + score (user-defined
+ *    pieces: length * max_score - 0.1; unused pieces: skipped); if no piece covers exactly the
+ *    next character, the unknown piece does, at min_score - 10. Scores add in single precision,
+ *    as there. Ties keep the earlier candidate.
+ * 3. Unknown pieces become their bytes' <0xNN> pieces when the model has byte fallback;
+ *    without it, a run of unknown pieces is one <unk>.
+ * All arrays live in the caller's workspace; nothing is allocated.
+ */
+#include <string.h>
+
+#include "../model/model.h"
+#include "../unicode/ucd.h"
+
+#define UNK_PENALTY 10.0f
+
+/* One lookup in the darts-clone double array a[0..n): the value of the longest key that
+ * s[0..len) starts with, and its length; 0 if none (at most the first 32 matches count, as in
+ * sentencepiece). Every index is checked. */
+static size_t darts_longest(const uint32_t *a, size_t n, const uint8_t *s, size_t len,
+                            uint32_t *value)
+{
+    if (n == 0) return 0;
+    size_t best = 0, found = 0;
+    uint32_t unit = a[0];
+    size_t pos = (unit >> 10) << ((unit & (1u << 9)) >> 6);
+    for (size_t i = 0; i < len; i++) {
+        pos ^= s[i];
+        if (pos >= n) break;
+        unit = a[pos];
+        if ((unit & ((1u << 31) | 0xFFu)) != s[i]) break;
+        pos ^= (unit >> 10) << ((unit & (1u << 9)) >> 6);
+        if (pos >= n) break;
+        if ((unit >> 8) & 1u) {
+            if (found++ < 32) {
+                best = i + 1;
+                *value = a[pos] & ((1u << 31) - 1);
+            }
+        }
+    }
+    return best;
+}
+
+typedef struct {
+    uint8_t *out;
+    size_t n, cap;
+    int prev_space;
+} norm_buf;
+
+static int put(norm_buf *b, const uint8_t *p, size_t len)
+{
+    if (len > b->cap - b->n) return 0;
+    memcpy(b->out + b->n, p, len);
+    b->n += len;
+    return 1;
+}
+
+static const uint8_t SPACE_SYMBOL[3] = {0xE2, 0x96, 0x81};
+
+/* The longest user-defined piece that s[0..len) starts with: its length, or 0. */
+static size_t user_defined_prefix(const et_model *m, const uint8_t *s, size_t len)
+{
+    uint32_t st = 0;
+    size_t best = 0;
+    for (size_t i = 0; i < len && i < m->max_token_len; i++) {
+        st = et_trie_next(m, st, s[i]);
+        if (st == ET_NONE) break;
+        uint32_t v = m->values[st];
+        if (v < m->n_vocab && m->types[v] == ET_SP_USER_DEFINED) best = i + 1;
+    }
+    return best;
+}
+
+/* Normalises t[0..len) into b; 0 if b is too small. */
+static int normalize(const et_model *m, const uint8_t *t, size_t len, norm_buf *b)
+{
+    const uint32_t flags = m->up.flags;
+    const uint32_t *darts = NULL;
+    size_t n_units = 0;
+    const char *strings = NULL;
+    size_t strings_len = 0;
+    if (m->charsmap_size >= 4) {
+        uint32_t trie_size;
+        memcpy(&trie_size, m->charsmap, 4);
+        if (trie_size <= m->charsmap_size - 4 && trie_size % 4 == 0) {
+            darts = (const uint32_t *)(const void *)(m->charsmap + 4); /* 4-aligned: sections are 64-aligned */
+            n_units = trie_size / 4;
+            strings = (const char *)m->charsmap + 4 + trie_size;
+            strings_len = m->charsmap_size - 4 - trie_size;
+        }
+    }
+    int has_user = 0;
+    for (uint32_t i = 0; i < m->n_vocab && !has_user; i++) has_user = m->types[i] == ET_SP_USER_DEFINED;
+    const int remove_ws = (flags & ET_SP_REMOVE_EXTRA_WS) != 0, escape = (flags & ET_SP_ESCAPE_WS) != 0;
+    size_t i = 0;
+    int first = 1;
+    b->prev_space = remove_ws;
+    while (i < len) {
+        const uint8_t *rep;
+        size_t rep_len, used = 0;
+        uint32_t value = 0;
+        size_t ud = has_user ? user_defined_prefix(m, t + i, len - i) : 0;
+        size_t k = ud ? 0 : darts_longest(darts, n_units, t + i, len - i, &value);
+        if (ud) {
+            rep = t + i;
+            rep_len = used = ud;
+        } else if (k && value < strings_len) {
+            rep = (const uint8_t *)strings + value;
+            const uint8_t *z = memchr(rep, 0, strings_len - value);
+            rep_len = z ? (size_t)(z - rep) : strings_len - value;
+            used = k;
+        } else {
+            size_t cl;
+            uint32_t cp = et_utf8_decode(t, len, i, &cl);
+            used = cl;
+            if (cp == 0xFFFFFFFFu) {
+                static const uint8_t fffd[3] = {0xEF, 0xBF, 0xBD};
+                rep = fffd;
+                rep_len = 3;
+            } else {
+                rep = t + i;
+                rep_len = cl;
+            }
+        }
+        i += used;
+        if (first && remove_ws && rep_len == 1 && rep[0] == ' ') continue; /* leading spaces */
+        if (first) {
+            first = 0;
+            if ((flags & ET_SP_ADD_DUMMY_PREFIX) && !(flags & ET_SP_WS_SUFFIX) &&
+                !(escape ? put(b, SPACE_SYMBOL, 3) : put(b, (const uint8_t *)" ", 1)))
+                return 0;
+        }
+        size_t s = 0;
+        while (b->prev_space && s < rep_len && rep[s] == ' ') s++;
+        if (s < rep_len) {
+            for (; s < rep_len; s++) {
+                if (escape && rep[s] == ' ') {
+                    if (!put(b, SPACE_SYMBOL, 3)) return 0;
+                } else if (!put(b, rep + s, 1)) {
+                    return 0;
+                }
+            }
+            b->prev_space = rep[rep_len - 1] == ' ';
+        }
+        if (!remove_ws) b->prev_space = 0;
+    }
+    if (first) return 1; /* nothing but whitespace: empty */
+    if (remove_ws) {
+        if (escape)
+            while (b->n >= 3 && memcmp(b->out + b->n - 3, SPACE_SYMBOL, 3) == 0) b->n -= 3;
+        else
+            while (b->n >= 1 && b->out[b->n - 1] == ' ') b->n--;
+    }
+    if ((flags & ET_SP_ADD_DUMMY_PREFIX) && (flags & ET_SP_WS_SUFFIX) &&
+        !(escape ? put(b, SPACE_SYMBOL, 3) : put(b, (const uint8_t *)" ", 1)))
+        return 0;
+    return 1;
+}
+
+/* Length of the UTF-8 character at s[0..len) as sentencepiece counts it (1 for bad bytes). */
+static size_t one_char_len(const uint8_t *s, size_t len)
+{
+    size_t n;
+    (void)et_utf8_decode(s, len, 0, &n);
+    return n ? n : 1;
+}
+
+typedef struct {
+    float score;
+    uint32_t start, id;
+} path_node;
+
+int et_unigram_run(struct et_ws *ws, const et_model *m, const uint8_t *text, size_t len,
+                   uint32_t *out, size_t cap, size_t *n_out)
+{
+    /* workspace: normalised bytes, then (N + 1) path nodes, then the backtrace */
+    uint8_t *mem = (uint8_t *)et_ws_mem(ws);
+    size_t room = et_ws_bytes(ws);
+    /* the normalised text is at most 3 bytes per input byte, plus a dummy prefix */
+    size_t ncap = 3 * len + 8;
+    size_t need_bytes = ncap + 8 + (ncap + 1) * sizeof(path_node) + (ncap + 1) * 4;
+    if (need_bytes > room) {
+        et_ws_set_need(ws, need_bytes / 48 + 1);
+        return ET_E_WORKSPACE;
+    }
+    norm_buf b = {mem, 0, ncap, 0};
+    if (!normalize(m, text, len, &b)) {
+        et_ws_set_need(ws, (need_bytes * 2) / 48 + 1);
+        return ET_E_WORKSPACE;
+    }
+    const uint8_t *s = b.out;
+    const size_t n = b.n;
+    path_node *best = (path_node *)(void *)(mem + ((ncap + 7) & ~(size_t)7));
+    uint32_t *back = (uint32_t *)(void *)(best + ncap + 1);
+    for (size_t k = 0; k <= n; k++) best[k] = (path_node){0.0f, ET_NONE, ET_NONE};
+    const float unk_score = m->up.min_score - UNK_PENALTY;
+    size_t at = 0;
+    while (at < n) {
+        const float here = best[at].score;
+        const size_t mblen = one_char_len(s + at, n - at);
+        int single = 0;
+        uint32_t st = 0;
+        for (size_t k = at; k < n; k++) {
+            st = et_trie_next(m, st, s[k]);
+            if (st == ET_NONE) break;
+            uint32_t id = m->values[st];
+            if (id >= m->n_vocab || m->types[id] == ET_SP_UNUSED) continue;
+            size_t length = k + 1 - at;
+            double score = m->types[id] == ET_SP_USER_DEFINED
+                               ? (double)((float)length * m->up.max_score) - 0.1
+                               : (double)m->scores[id];
+            float cand = (float)(score + (double)here);
+            path_node *tn = &best[k + 1];
+            if (tn->start == ET_NONE || cand > tn->score) *tn = (path_node){cand, (uint32_t)at, id};
+            if (length == mblen) single = 1;
+        }
+        if (!single) {
+            path_node *tn = &best[at + mblen];
+            float cand = (float)((double)unk_score + (double)here);
+            if (tn->start == ET_NONE || cand > tn->score)
+                *tn = (path_node){cand, (uint32_t)at, m->up.unk_id};
+        }
+        at += mblen;
+    }
+    /* backtrace from the end, then emit in order (unknowns as bytes with byte fallback) */
+    size_t k = 0, pos = n;
+    while (pos > 0) {
+        if (best[pos].start == ET_NONE || best[pos].start >= pos) return ET_E_FORMAT;
+        back[k++] = (uint32_t)pos;
+        pos = best[pos].start;
+    }
+    size_t w = 0;
+    const int fallback = (m->up.flags & ET_SP_BYTE_FALLBACK) != 0;
+    int prev_unk = 0;
+    while (k > 0) {
+        uint32_t end = back[--k];
+        const path_node *pn = &best[end];
+        int unk = pn->id == m->up.unk_id;
+        if (unk && !fallback && prev_unk) continue; /* a run of unknowns is one <unk> */
+        prev_unk = unk;
+        if (pn->id == m->up.unk_id && fallback) {
+            for (uint32_t x = pn->start; x < end; x++) {
+                uint32_t id = m->byteids[s[x]];
+                if (out) {
+                    if (w >= cap) return ET_E_FULL;
+                    out[w] = id == ET_NONE ? m->up.unk_id : id;
+                }
+                w++;
+            }
+            continue;
+        }
+        if (out) {
+            if (w >= cap) return ET_E_FULL;
+            out[w] = pn->id;
+        }
+        w++;
+    }
+    *n_out = w;
+    return ET_OK;
+}

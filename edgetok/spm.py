@@ -1,0 +1,118 @@
+"""SentencePiece models: read a .model file (the ModelProto protobuf, with a small wire-format
+reader of our own) and compile it for the C core, which encodes and decodes."""
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from ._ffi import ModelError, compile_unigram
+
+NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
+UNIGRAM, BPE = 1, 2
+
+
+def _varint(b: bytes, i: int) -> tuple[int, int]:
+    r = s = 0
+    while True:
+        if i >= len(b):
+            raise ModelError("truncated protobuf varint")
+        c = b[i]
+        i += 1
+        r |= (c & 0x7F) << s
+        s += 7
+        if c < 0x80:
+            return r, i
+
+
+def _fields(b: bytes):  # type: ignore[no-untyped-def]
+    """(field number, value) pairs of a protobuf message: ints, or bytes for length-delimited."""
+    i = 0
+    while i < len(b):
+        key, i = _varint(b, i)
+        num, wire = key >> 3, key & 7
+        if wire == 0:
+            v, i = _varint(b, i)
+        elif wire == 1:
+            v, i = b[i:i + 8], i + 8
+        elif wire == 2:
+            n, i = _varint(b, i)
+            v, i = b[i:i + n], i + n
+        elif wire == 5:
+            v, i = b[i:i + 4], i + 4
+        else:
+            raise ModelError(f"unsupported protobuf wire type {wire}")
+        if i > len(b):
+            raise ModelError("truncated protobuf message")
+        yield num, v
+
+
+class SentencePieceModel:
+    """What edgetok needs from a ModelProto."""
+
+    def __init__(self, data: bytes, source: str = "<memory>"):
+        self.pieces: list[bytes] = []
+        self.scores: list[float] = []
+        self.types: list[int] = []
+        self.model_type = UNIGRAM
+        self.byte_fallback = False
+        self.treat_ws_as_suffix = False
+        self.unk_id = 0
+        self.unk_surface = " \u2047 "
+        self.add_dummy_prefix = self.remove_extra_ws = self.escape_ws = True
+        self.charsmap = b""
+        try:
+            for num, v in _fields(data):
+                if num == 1:  # SentencePiece
+                    piece, score, typ = b"", 0.0, NORMAL
+                    for f, x in _fields(v):
+                        if f == 1:
+                            piece = x
+                        elif f == 2:
+                            score = struct.unpack("<f", x)[0]
+                        elif f == 3:
+                            typ = x
+                    self.pieces.append(piece)
+                    self.scores.append(score)
+                    self.types.append(typ)
+                elif num == 2:  # TrainerSpec
+                    for f, x in _fields(v):
+                        if f == 3:
+                            self.model_type = x
+                        elif f == 24:
+                            self.treat_ws_as_suffix = bool(x)
+                        elif f == 35:
+                            self.byte_fallback = bool(x)
+                        elif f == 40:
+                            self.unk_id = x
+                        elif f == 44:
+                            self.unk_surface = x.decode("utf-8")
+                elif num == 3:  # NormalizerSpec
+                    for f, x in _fields(v):
+                        if f == 2:
+                            self.charsmap = x
+                        elif f == 3:
+                            self.add_dummy_prefix = bool(x)
+                        elif f == 4:
+                            self.remove_extra_ws = bool(x)
+                        elif f == 5:
+                            self.escape_ws = bool(x)
+        except (IndexError, struct.error, UnicodeDecodeError) as e:
+            raise ModelError(f"{source}: not a SentencePiece model ({e})") from None
+        if not self.pieces:
+            raise ModelError(f"{source}: not a SentencePiece model (no pieces)")
+        if self.model_type != UNIGRAM:
+            raise ModelError(f"{source}: SentencePiece model type {self.model_type} is not "
+                             "supported yet (only Unigram)")
+
+    @property
+    def flags(self) -> int:
+        return (self.add_dummy_prefix * 1 | self.remove_extra_ws * 2 | self.escape_ws * 4
+                | self.byte_fallback * 8 | self.treat_ws_as_suffix * 16)
+
+    def compile(self) -> bytes:
+        return compile_unigram(self.pieces, self.scores, bytes(self.types), self.charsmap,
+                               self.flags, self.unk_id, self.unk_surface)
+
+
+def read(path: str | Path) -> SentencePieceModel:
+    return SentencePieceModel(Path(path).read_bytes(), str(path))

@@ -1,0 +1,93 @@
+"""SentencePiece Unigram models, compiled by edgetok, against the `sentencepiece` package on
+the same .model files: models trained here on real text with sentencepiece's own trainer."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import edgetok
+from edgetok._ffi import ModelError
+from strategies import any_text, texts
+
+spm = pytest.importorskip("sentencepiece")
+
+# (name, vocab size, trainer options): the normaliser and trainer settings that change encoding
+MODELS = [
+    ("en1k_bytes", 1000, {"byte_fallback": True}),
+    ("multi4k", 4000, {"character_coverage": 0.9995}),
+    ("identity_keepws", 800, {"normalization_rule_name": "identity", "add_dummy_prefix": False,
+                              "remove_extra_whitespaces": False}),
+    ("user_symbols_cf", 800, {"user_defined_symbols": ["<sep>", "edgetok", "\u2581New"],
+                              "normalization_rule_name": "nmt_nfkc_cf", "byte_fallback": True}),
+    ("ws_suffix", 600, {"treat_whitespace_as_suffix": True}),
+]
+
+
+@pytest.fixture(scope="session")
+def trained(tmp_path_factory, corpora):  # type: ignore[no-untyped-def]
+    d = tmp_path_factory.mktemp("spm")
+    train = d / "train.txt"
+    train.write_text(corpora["english"][:300000] + "\n" + corpora["multilingual"][:200000])
+    out = {}
+    for name, size, opts in MODELS:
+        spm.SentencePieceTrainer.train(input=str(train), model_prefix=str(d / name),
+                                       vocab_size=size, model_type="unigram", num_threads=2,
+                                       minloglevel=2, **opts)
+        path = str(d / f"{name}.model")
+        out[name] = (spm.SentencePieceProcessor(model_file=path), edgetok.load(path))
+    return out
+
+
+@pytest.mark.parametrize("name", [m[0] for m in MODELS])
+def test_real_text(trained, corpora, name):  # type: ignore[no-untyped-def]
+    sp, enc = trained[name]
+    assert enc.model.kind == "unigram"
+    for kind, text in corpora.items():
+        lines = text[:60000].splitlines()
+        assert [enc.encode(line) for line in lines] == sp.encode(lines), kind
+        whole = text[:20000]
+        assert enc.encode(whole) == sp.encode(whole)
+        ids = sp.encode(whole)
+        assert enc.decode(ids) == sp.decode(ids)
+
+
+@given(st.one_of(texts, any_text, st.text(st.sampled_from(" \t\n\u3000\u00a0abcÀﬁ①ｶﾞ<sep>edgetok"), max_size=40)))
+@settings(max_examples=600, deadline=None)
+def test_generated(trained, text):  # type: ignore[no-untyped-def]
+    for sp, enc in trained.values():
+        ids = sp.encode(text)
+        assert enc.encode(text) == ids, text
+        assert enc.decode(ids) == sp.decode(ids)
+
+
+def test_cli_and_compile(trained, tmp_path):  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    sp, enc = trained["en1k_bytes"]
+    src = enc.model.source
+    out = tmp_path / "m.etok"
+    p = subprocess.run([sys.executable, "-m", "edgetok_cli.main", "compile", src, "-o", str(out)],
+                       capture_output=True)
+    assert p.returncode == 0, p.stderr
+    text = "Compiled once, loaded by mmap: Ünïcödé and emoji \U0001f600.\n"
+    for model in (src, str(out)):
+        p = subprocess.run([sys.executable, "-m", "edgetok_cli.main", "encode", "--model", model],
+                           input=text.encode(), capture_output=True)
+        assert p.returncode == 0, p.stderr
+        assert list(map(int, p.stdout.split())) == sp.encode(text)
+
+
+def test_damaged_model_is_an_error(trained, tmp_path):  # type: ignore[no-untyped-def]
+    data = open(trained["en1k_bytes"][1].model.source, "rb").read()
+    bad = tmp_path / "bad.model"
+    bad.write_bytes(data[: len(data) // 3])
+    with pytest.raises(ModelError):
+        edgetok.load(bad)
+
+
+def test_control_text_is_text(trained):  # type: ignore[no-untyped-def]
+    sp, enc = trained["en1k_bytes"]
+    for text in ("<s> and </s> and <unk> and <0x41>", "<|endoftext|>"):
+        assert enc.encode(text) == sp.encode(text)
