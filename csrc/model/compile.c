@@ -289,7 +289,10 @@ int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const
     int rc = ET_OK;
     if (!ids || !tb || !sids || !sb) { rc = ET_E_NOMEM; goto out; }
     memset(byteids, 0xFF, sizeof byteids);
-    et_uparam up = {unk_id, flags, 3.402823466e+38f, -3.402823466e+38f};
+    et_uparam up = {unk_id, flags, 3.402823466e+38f, -3.402823466e+38f, {0, 0, 0, 0}};
+    for (unsigned c = 0; c < 128; c++)
+        if (et_charsmap_starts((const uint8_t *)charsmap, charsmap_len, (uint8_t)c))
+            up.ascii_rules[c >> 5] |= 1u << (c & 31);
     /* piece bytes are passed through as offsets into the caller's buffer */
     tb[0] = sb[0] = 0;
     uint32_t *toff = malloc(((size_t)n + 1) * 4), *soff = malloc(((size_t)n + 1) * 4);
@@ -304,6 +307,7 @@ int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const
         uint32_t l = off[i + 1] - off[i];
         if (off[i + 1] < off[i] || l == 0) { rc = ET_E_VOCAB; break; }
         int t = types[i];
+        if (t == ET_SP_USER_DEFINED) up.flags |= ET_SP_HAS_USER;
         if (t == ET_SP_NORMAL) {
             if (scores[i] < up.min_score) up.min_score = scores[i];
             if (scores[i] > up.max_score) up.max_score = scores[i];

@@ -49,10 +49,12 @@ enum { ET_SP_NORMAL = 1, ET_SP_UNKNOWN = 2, ET_SP_CONTROL = 3, ET_SP_USER_DEFINE
 #define ET_SP_ESCAPE_WS 4u
 #define ET_SP_BYTE_FALLBACK 8u
 #define ET_SP_WS_SUFFIX 16u
+#define ET_SP_HAS_USER 32u /* set by the compiler: some pieces are user-defined */
 
 typedef struct {
     uint32_t unk_id, flags;
     float min_score, max_score; /* over NORMAL pieces */
+    uint32_t ascii_rules[4];    /* bit b: some charsmap rule starts with ASCII byte b */
 } et_uparam;
 
 enum { ET_SEC_CELLS, ET_SEC_VALUES, ET_SEC_TOKOFF, ET_SEC_BLOB, ET_SEC_SPECIALS,
@@ -127,6 +129,9 @@ int et_bpe_tables(const struct et_model *m, uint32_t *split, uint32_t *prefix, u
 void *et_ws_mem(struct et_ws *ws);
 size_t et_ws_bytes(const struct et_ws *ws);
 void et_ws_set_need(struct et_ws *ws, size_t need);
+
+/* Whether some key of the precompiled charsmap cm[0..size) starts with byte b. */
+int et_charsmap_starts(const uint8_t *cm, size_t size, uint8_t b);
 
 /* Unigram encoding of text[0..len) (complete) into out[0..cap) / counting (out NULL). */
 int et_unigram_run(struct et_ws *ws, const struct et_model *m, const uint8_t *text, size_t len,

@@ -50,6 +50,30 @@ static size_t darts_longest(const uint32_t *a, size_t n, const uint8_t *s, size_
     return best;
 }
 
+/* The charsmap's double array: its units, or NULL if the blob is empty or malformed. */
+static const uint32_t *darts_of(const uint8_t *cm, size_t size, size_t *n_units,
+                                const char **strings, size_t *strings_len)
+{
+    uint32_t trie_size;
+    if (size < 4) return NULL;
+    memcpy(&trie_size, cm, 4);
+    if (trie_size > size - 4 || trie_size % 4) return NULL;
+    *n_units = trie_size / 4;
+    *strings = (const char *)cm + 4 + trie_size;
+    *strings_len = size - 4 - trie_size;
+    return (const uint32_t *)(const void *)(cm + 4); /* sections are 64-byte aligned */
+}
+
+int et_charsmap_starts(const uint8_t *cm, size_t size, uint8_t b)
+{
+    size_t n = 0, sl = 0;
+    const char *st;
+    const uint32_t *a = darts_of(cm, size, &n, &st, &sl);
+    if (!a || n == 0) return 0;
+    size_t pos = ((a[0] >> 10) << ((a[0] & (1u << 9)) >> 6)) ^ b;
+    return pos < n && (a[pos] & ((1u << 31) | 0xFFu)) == b;
+}
+
 typedef struct {
     uint8_t *out;
     size_t n, cap;
@@ -84,22 +108,10 @@ static size_t user_defined_prefix(const et_model *m, const uint8_t *s, size_t le
 static int normalize(const et_model *m, const uint8_t *t, size_t len, norm_buf *b)
 {
     const uint32_t flags = m->up.flags;
-    const uint32_t *darts = NULL;
-    size_t n_units = 0;
+    size_t n_units = 0, strings_len = 0;
     const char *strings = NULL;
-    size_t strings_len = 0;
-    if (m->charsmap_size >= 4) {
-        uint32_t trie_size;
-        memcpy(&trie_size, m->charsmap, 4);
-        if (trie_size <= m->charsmap_size - 4 && trie_size % 4 == 0) {
-            darts = (const uint32_t *)(const void *)(m->charsmap + 4); /* 4-aligned: sections are 64-aligned */
-            n_units = trie_size / 4;
-            strings = (const char *)m->charsmap + 4 + trie_size;
-            strings_len = m->charsmap_size - 4 - trie_size;
-        }
-    }
-    int has_user = 0;
-    for (uint32_t i = 0; i < m->n_vocab && !has_user; i++) has_user = m->types[i] == ET_SP_USER_DEFINED;
+    const uint32_t *darts = darts_of(m->charsmap, m->charsmap_size, &n_units, &strings, &strings_len);
+    const int has_user = (flags & ET_SP_HAS_USER) != 0;
     const int remove_ws = (flags & ET_SP_REMOVE_EXTRA_WS) != 0, escape = (flags & ET_SP_ESCAPE_WS) != 0;
     size_t i = 0;
     int first = 1;
@@ -108,6 +120,25 @@ static int normalize(const et_model *m, const uint8_t *t, size_t len, norm_buf *
         const uint8_t *rep;
         size_t rep_len, used = 0;
         uint32_t value = 0;
+        const uint8_t c = t[i];
+        if (c < 0x80u && !has_user && !(m->up.ascii_rules[c >> 5] >> (c & 31) & 1u)) {
+            /* ASCII that no rule changes: the common case, without a trie lookup. The same
+             * steps as below for a one-byte replacement. */
+            i++;
+            if (c == ' ' && first && remove_ws) continue; /* leading spaces */
+            if (first) {
+                first = 0;
+                if ((flags & ET_SP_ADD_DUMMY_PREFIX) && !(flags & ET_SP_WS_SUFFIX) &&
+                    !(escape ? put(b, SPACE_SYMBOL, 3) : put(b, (const uint8_t *)" ", 1)))
+                    return 0;
+            }
+            if (!(c == ' ' && b->prev_space)) {
+                if (!(c == ' ' && escape ? put(b, SPACE_SYMBOL, 3) : put(b, &c, 1))) return 0;
+                b->prev_space = c == ' ';
+            }
+            if (!remove_ws) b->prev_space = 0;
+            continue;
+        }
         size_t ud = has_user ? user_defined_prefix(m, t + i, len - i) : 0;
         size_t k = ud ? 0 : darts_longest(darts, n_units, t + i, len - i, &value);
         if (ud) {
