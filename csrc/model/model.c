@@ -65,8 +65,9 @@ static int host_is_little_endian(void)
     return b == 1;
 }
 
-/* Points *p at section k if it has exactly `want` bytes (or, for want == 0, any size). */
-static int section(const et_header *h, size_t size, int k, size_t want, const void **p,
+/* Points *p at section k if it has exactly `want` bytes (or, for want == 0, any size). Sizes
+ * are 64-bit here so that counts from the header cannot wrap a 32-bit size_t. */
+static int section(const et_header *h, size_t size, int k, uint64_t want, const void **p,
                    size_t *got)
 {
     uint64_t off = h->sec[k].off, len = h->sec[k].size;
@@ -99,18 +100,18 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
     const void *p;
     size_t got;
     int rc;
-    if ((rc = section(h, size, ET_SEC_CELLS, (size_t)h->n_cells * 8u, &p, NULL))) return rc;
+    if ((rc = section(h, size, ET_SEC_CELLS, (uint64_t)h->n_cells * 8u, &p, NULL))) return rc;
     m->cells = p;
-    if ((rc = section(h, size, ET_SEC_VALUES, (size_t)h->n_cells * 4u, &p, NULL))) return rc;
+    if ((rc = section(h, size, ET_SEC_VALUES, (uint64_t)h->n_cells * 4u, &p, NULL))) return rc;
     m->values = p;
-    if ((rc = section(h, size, ET_SEC_TOKOFF, ((size_t)h->n_vocab + 1u) * 4u, &p, NULL)))
+    if ((rc = section(h, size, ET_SEC_TOKOFF, ((uint64_t)h->n_vocab + 1u) * 4u, &p, NULL)))
         return rc;
     m->tokoff = p;
     if ((rc = section(h, size, ET_SEC_BLOB, 0, &p, &got))) return rc;
     m->blob = p;
     m->blob_size = got;
     if (h->n_specials) {
-        if ((rc = section(h, size, ET_SEC_SPECIALS, (size_t)h->n_specials * 4u, &p, NULL)))
+        if ((rc = section(h, size, ET_SEC_SPECIALS, (uint64_t)h->n_specials * 4u, &p, NULL)))
             return rc;
         m->specials = p;
     }
@@ -134,9 +135,9 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
             if (((const char *)p)[got - 1] != '\0') return ET_E_FORMAT;
             m->unk_surface = p;
         }
-        if ((rc = section(h, size, ET_SEC_SCORES, (size_t)h->n_vocab * 4u, &p, NULL))) return rc;
+        if ((rc = section(h, size, ET_SEC_SCORES, (uint64_t)h->n_vocab * 4u, &p, NULL))) return rc;
         m->scores = p;
-        if ((rc = section(h, size, ET_SEC_TYPES, (size_t)h->n_vocab, &p, NULL))) return rc;
+        if ((rc = section(h, size, ET_SEC_TYPES, (uint64_t)h->n_vocab, &p, NULL))) return rc;
         m->types = p;
         if ((rc = section(h, size, ET_SEC_UPARAM, sizeof(et_uparam), &p, NULL))) return rc;
         memcpy(&m->up, p, sizeof m->up);
@@ -149,11 +150,11 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
         if ((rc = section(h, size, ET_SEC_PATTERN, 0, &p, &got))) return rc;
         if (got == 0 || ((const char *)p)[got - 1] != '\0') return ET_E_FORMAT;
         m->pattern = p;
-        if ((rc = section(h, size, ET_SEC_SPLIT, (size_t)h->n_vocab * 8u, &p, NULL))) return rc;
+        if ((rc = section(h, size, ET_SEC_SPLIT, (uint64_t)h->n_vocab * 8u, &p, NULL))) return rc;
         m->split = p;
-        if ((rc = section(h, size, ET_SEC_PREFIX, (size_t)h->n_vocab * 4u, &p, NULL))) return rc;
+        if ((rc = section(h, size, ET_SEC_PREFIX, (uint64_t)h->n_vocab * 4u, &p, NULL))) return rc;
         m->prefix = p;
-        if ((rc = section(h, size, ET_SEC_TNODE, (size_t)h->n_vocab * 4u, &p, NULL))) return rc;
+        if ((rc = section(h, size, ET_SEC_TNODE, (uint64_t)h->n_vocab * 4u, &p, NULL))) return rc;
         m->tnode = p;
         /* the BPE encoders rely on every single byte being a token reachable from the root */
         for (unsigned b = 0; b < 256; b++) {
