@@ -117,24 +117,46 @@ class Encoding:
         if (not allowed_special and disallowed_special == "all"
                 and (not self._special_tokens or (self._marker and self._marker not in text))):
             return self._model.encode(_utf8(text))[0]
-        ids: list[int] = []
-        for seg in self._segments(text, allowed_special, disallowed_special):
-            if isinstance(seg, int):
-                ids.append(seg)
-            elif seg:
-                ids += self._model.encode(_utf8(seg))[0]
-        return ids
+        return self._encode(text, allowed_special, disallowed_special, 1)
 
     def count(self, text: str, *,
               allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
               disallowed_special: "Literal['all'] | Collection[str]" = "all") -> int:
         """len(encode(text, ...)) without building the list of ids."""
+        return self._count(text, allowed_special, disallowed_special, 1)
+
+    def _encode(self, text: str, allowed_special: "Literal['all'] | AbstractSet[str]",
+                disallowed_special: "Literal['all'] | Collection[str]", threads: int | None
+                ) -> list[int]:
+        """encode() on `threads` threads (None: all cores)."""
+        ids: list[int] = []
+        for seg in self._segments(text, allowed_special, disallowed_special):
+            if isinstance(seg, int):
+                ids.append(seg)
+            elif seg and threads == 1:
+                ids += self._model.encode(_utf8(seg))[0]
+            elif seg:
+                from .parallel import sharded
+
+                for part in sharded(lambda d: self._model.encode(d)[0], self._model.shard_cuts,
+                                    _utf8(seg), threads):
+                    ids += part
+        return ids
+
+    def _count(self, text: str, allowed_special: "Literal['all'] | AbstractSet[str]",
+               disallowed_special: "Literal['all'] | Collection[str]", threads: int | None) -> int:
+        """count() on `threads` threads (None: all cores)."""
         total = 0
         for seg in self._segments(text, allowed_special, disallowed_special):
             if isinstance(seg, int):
                 total += 1
-            elif seg:
+            elif seg and threads == 1:
                 total += self._model.count(_utf8(seg))[0]
+            elif seg:
+                from .parallel import sharded
+
+                total += sum(sharded(lambda d: self._model.count(d)[0], self._model.shard_cuts,
+                                     _utf8(seg), threads))
         return total
 
     def count_till_limit(self, text: str, limit: int) -> int | None:
@@ -207,32 +229,13 @@ class Encoding:
                         ) -> list[int]:
         """encode(text) for one large text, on all cores (or num_threads): the text is cut where
         the pretokenizer provably restarts, so the ids are exactly encode(text)'s."""
-        from .parallel import sharded
-
-        ids: list[int] = []
-        for seg in self._segments(text, allowed_special, disallowed_special):
-            if isinstance(seg, int):
-                ids.append(seg)
-            elif seg:
-                for part in sharded(lambda d: self._model.encode(d)[0], self._model.shard_cuts,
-                                    _utf8(seg), num_threads):
-                    ids += part
-        return ids
+        return self._encode(text, allowed_special, disallowed_special, num_threads)
 
     def count_parallel(self, text: str, *, num_threads: int | None = None,
                        allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
                        disallowed_special: "Literal['all'] | Collection[str]" = "all") -> int:
         """count(text) for one large text, on all cores (or num_threads)."""
-        from .parallel import sharded
-
-        total = 0
-        for seg in self._segments(text, allowed_special, disallowed_special):
-            if isinstance(seg, int):
-                total += 1
-            elif seg:
-                total += sum(sharded(lambda d: self._model.count(d)[0], self._model.shard_cuts,
-                                     _utf8(seg), num_threads))
-        return total
+        return self._count(text, allowed_special, disallowed_special, num_threads)
 
     def pretokenize(self, text: str) -> list[str]:
         """The pieces the pretokenizer cuts text into (ordinary text)."""
