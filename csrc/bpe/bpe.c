@@ -20,6 +20,29 @@
 
 #include "../model/model.h"
 #include "../pretok/cl100k.h"
+#include "../pretok/gpt2.h"
+#include "../pretok/o200k.h"
+
+/* The model's pretokenizer: the end of the piece that starts at i < len, and whether a piece
+ * boundary b is a safe streaming cut (see each header). */
+ET_ALWAYS_INLINE static inline size_t next_piece(const et_model *m, const uint8_t *t, size_t len,
+                                                 size_t i)
+{
+    switch (m->pretok) {
+    case ET_PRETOK_O200K: return et_o200k_next(t, len, i);
+    case ET_PRETOK_GPT2: return et_gpt2_next(t, len, i);
+    default: return et_cl100k_next(t, len, i, m->pretok_param);
+    }
+}
+
+static inline int safe_cut(const et_model *m, const uint8_t *t, size_t len, size_t b)
+{
+    switch (m->pretok) {
+    case ET_PRETOK_O200K: return et_o200k_safe_cut(t, len, b);
+    case ET_PRETOK_GPT2: return et_gpt2_safe_cut(t, len, b);
+    default: return et_cl100k_safe_cut(t, len, b);
+    }
+}
 
 #ifndef SMALL_PIECE_OVERRIDE
 #define SMALL_PIECE 64u /* pieces up to this many bytes use the array scan (measured: bench) */
@@ -374,7 +397,7 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
                size_t *ends, size_t cap, size_t limit, size_t *n_out, size_t *consumed)
 {
     const et_model *m = ws->m;
-    const unsigned maxdig = m->pretok_param, final = flags & ET_FINAL;
+    const unsigned final = flags & ET_FINAL;
     size_t i = 0, n = 0, cut = 0, cut_n = 0;
     int rc = ET_OK;
     uint32_t one;
@@ -387,10 +410,10 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
         return rc;
     }
     while (i < len && n <= limit) {
-        size_t e = et_cl100k_next(t, len, i, maxdig);
+        size_t e = next_piece(m, t, len, i);
         if (!final) {
             if (e == len) break; /* the last piece may still grow */
-            if (i > 0 && et_cl100k_safe_cut(t, len, i)) {
+            if (i > 0 && safe_cut(m, t, len, i)) {
                 cut = i;
                 cut_n = n;
             }
@@ -477,7 +500,7 @@ int et_split_at(et_ws *ws, const char *text_, size_t len, size_t n, uint32_t *id
         size_t j = k, q = 0;
         while (j > 0) {
             size_t e = ends[j - 1];
-            if ((e & PIECE_END) && et_cl100k_safe_cut(t, len, e & ~PIECE_END)) {
+            if ((e & PIECE_END) && safe_cut(ws->m, t, len, e & ~PIECE_END)) {
                 q = e & ~PIECE_END;
                 break;
             }
@@ -513,7 +536,7 @@ int et_prefix_counts(et_ws *ws, const char *text, size_t len, uint32_t *cum)
     int rc = ET_OK;
     memset(cum, 0xFF, (len + 1) * sizeof *cum);
     while (i < len) {
-        size_t e = et_cl100k_next(t, len, i, m->pretok_param);
+        size_t e = next_piece(m, t, len, i);
         const uint32_t *ids;
         cum[i] = (uint32_t)n;
         size_t k = piece_ids(ws, t + i, e - i, &one, &ids, &rc);
@@ -544,12 +567,12 @@ int et_count_range(et_ws *ws, const char *text, size_t len, const uint32_t *cum,
      * has a boundary there too, and the same pieces as the whole text from any boundary the
      * two share up to q, because no piece before a safe cut looks past it */
     size_t q = j > 0 ? j - 1 : 0;
-    while (q > i && !(cum[q] != ET_NONE && et_cl100k_safe_cut(t, len, q))) q--;
+    while (q > i && !(cum[q] != ET_NONE && safe_cut(m, t, len, q))) q--;
     size_t s = i, n = 0;
     uint32_t one;
     int rc = ET_OK;
     while (s < q && cum[s] == ET_NONE) { /* text[i..j)'s own pieces until they meet text's */
-        size_t e = et_cl100k_next(t, j, s, m->pretok_param);
+        size_t e = next_piece(m, t, j, s);
         const uint32_t *ids;
         size_t k = piece_ids(ws, t + s, e - s, &one, &ids, &rc);
         if (!k) return rc;
@@ -575,10 +598,10 @@ int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned fla
     size_t i = 0, n = 0, cut = 0, cut_n = 0;
     int rc = ET_OK;
     while (i < len) {
-        size_t e = et_cl100k_next(t, len, i, m->pretok_param);
+        size_t e = next_piece(m, t, len, i);
         if (!(flags & ET_FINAL)) {
             if (e == len) break;
-            if (i > 0 && et_cl100k_safe_cut(t, len, i)) {
+            if (i > 0 && safe_cut(m, t, len, i)) {
                 cut = i;
                 cut_n = n;
             }
@@ -598,5 +621,5 @@ int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned fla
 size_t et_shard_cut(const et_model *m, const char *text, size_t len, size_t from)
 {
     if (!m || !text || from >= len || m->kind != ET_KIND_BPE) return len;
-    return et_cl100k_forced_cut((const uint8_t *)text, len, from);
+    return et_cl100k_forced_cut((const uint8_t *)text, len, from, m->pretok == ET_PRETOK_O200K);
 }

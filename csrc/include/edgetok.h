@@ -64,7 +64,9 @@ uint32_t et_model_special(const et_model *m, uint32_t i);
 
 /* The pretokenizer kind (ET_PRETOK_*) and its parameter (max digits per group for cl100k). */
 #define ET_PRETOK_NONE 0u   /* unigram models: the normaliser, no pretokenizer */
-#define ET_PRETOK_CL100K 1u
+#define ET_PRETOK_CL100K 1u  /* tiktoken's cl100k_base pattern (param: digits per group) */
+#define ET_PRETOK_O200K 2u   /* tiktoken's o200k_base pattern */
+#define ET_PRETOK_GPT2 3u    /* the GPT-2 / r50k_base / p50k_base pattern */
 uint32_t et_model_pretok(const et_model *m, uint32_t *param);
 
 /* How the model's memory is backed: "mmap", "hugetlb", "thp", "heap" or "buffer". */

@@ -268,7 +268,9 @@ int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, 
     if (!out || !out_len || !pattern || (n && (!bytes || !off || !ids)) ||
         (ns && (!sbytes || !soff || !sids)) || n > 0x7FFFFFFFu)
         return ET_E_ARG;
-    if (pretok != ET_PRETOK_CL100K || pretok_param < 1 || pretok_param > 9) return ET_E_ARG;
+    if (pretok != ET_PRETOK_CL100K && pretok != ET_PRETOK_O200K && pretok != ET_PRETOK_GPT2)
+        return ET_E_ARG;
+    if (pretok == ET_PRETOK_CL100K && (pretok_param < 1 || pretok_param > 9)) return ET_E_ARG;
     extra x = {ET_KIND_BPE, pretok, pretok_param, pattern, NULL, {0}, {0}};
     return compile_image((const uint8_t *)bytes, off, ids, n, (const uint8_t *)sbytes, soff, sids,
                          ns, &x, out, out_len);

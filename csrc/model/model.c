@@ -87,8 +87,11 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
     if (h->version != ET_FORMAT_VERSION) return ET_E_VERSION;
     if (h->header_size != sizeof(et_header) || h->file_size != size) return ET_E_FORMAT;
     if (h->kind == ET_KIND_BPE) {
-        if (h->pretok != ET_PRETOK_CL100K) return ET_E_VERSION;
-        if (h->pretok_param < 1 || h->pretok_param > 9) return ET_E_FORMAT;
+        if (h->pretok != ET_PRETOK_CL100K && h->pretok != ET_PRETOK_O200K &&
+            h->pretok != ET_PRETOK_GPT2)
+            return ET_E_VERSION;
+        if (h->pretok == ET_PRETOK_CL100K && (h->pretok_param < 1 || h->pretok_param > 9))
+            return ET_E_FORMAT;
     } else if (h->kind == ET_KIND_UNIGRAM) {
         if (h->pretok != ET_PRETOK_NONE) return ET_E_VERSION;
     } else {

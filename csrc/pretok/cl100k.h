@@ -23,10 +23,12 @@
 
 #include "../unicode/ucd.h"
 
+#ifndef ET_ALWAYS_INLINE
 #if defined(__GNUC__) || defined(__clang__)
 #define ET_ALWAYS_INLINE __attribute__((always_inline))
 #else
 #define ET_ALWAYS_INLINE
+#endif
 #endif
 
 enum { C_L, C_N, C_SP, C_NL, C_WS, C_AP, C_P, C_END };
@@ -219,13 +221,16 @@ static inline int et_cl_ascii_letter(uint8_t c) { return (uint8_t)((c | 0x20u) -
 /* The first position b >= from (0 < b < len) where a piece boundary is certain whatever text
  * comes before: after CR or LF followed by a non-space ASCII character (every piece that
  * holds a line break ends with it when non-space follows), or at a space between two ASCII
- * letters (the letter piece before ends there, the space starts " word"). len if none. */
-static inline size_t et_cl100k_forced_cut(const uint8_t *t, size_t len, size_t from)
+ * letters (the letter piece before ends there, the space starts " word"). len if none.
+ * The same holds for the GPT-2 and o200k patterns, except that o200k's punctuation pieces
+ * take '/' after their line breaks (slash_after_newline: not a cut there). */
+static inline size_t et_cl100k_forced_cut(const uint8_t *t, size_t len, size_t from,
+                                          int slash_after_newline)
 {
     for (size_t b = from ? from : 1; b + 1 < len; b++) {
         uint8_t p = t[b - 1], c = t[b];
         if ((p == '\n' || p == '\r') && c < 0x80u && et_cl_ascii[c] != C_SP &&
-            et_cl_ascii[c] != C_NL && et_cl_ascii[c] != C_WS)
+            et_cl_ascii[c] != C_NL && et_cl_ascii[c] != C_WS && (c != '/' || !slash_after_newline))
             return b;
         if (c == ' ' && et_cl_ascii_letter(p) && et_cl_ascii_letter(t[b + 1])) return b;
     }

@@ -1,0 +1,168 @@
+/* pretok_check: the regex-free pretokenizers on their own, for tests against the `regex`
+ * module, sanitizer runs and timing.
+ *
+ *   pretok_check [-s] [-m] FAMILY [FILE]
+ *       the byte end offset of each piece of FILE (default stdin), space-separated, on one line.
+ *       -s: an end b < len that FAMILY's safe_cut accepts is followed by '*'.
+ *       -m: the input is many texts, each as its length in decimal, '\n', then its bytes; one
+ *           line of output each (tests check thousands of texts with one process).
+ *   pretok_check -b N FAMILY [FILE]
+ *       the scan repeated N times: pieces, bytes, bytes per second.
+ *
+ * FAMILY is cl100k (et_cl100k_next, at most 3 digits a piece), o200k or gpt2.
+ * Exit status: 0 ok, 1 an I/O or memory error, 2 usage. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pretok/cl100k.h"
+#include "pretok/gpt2.h"
+#include "pretok/o200k.h"
+
+enum { F_CL100K, F_O200K, F_GPT2 };
+
+static size_t next_piece(int fam, const uint8_t *t, size_t len, size_t i)
+{
+    switch (fam) {
+    case F_CL100K: return et_cl100k_next(t, len, i, 3);
+    case F_O200K: return et_o200k_next(t, len, i);
+    default: return et_gpt2_next(t, len, i);
+    }
+}
+
+static int safe_cut(int fam, const uint8_t *t, size_t len, size_t b)
+{
+    switch (fam) {
+    case F_CL100K: return et_cl100k_safe_cut(t, len, b);
+    case F_O200K: return et_o200k_safe_cut(t, len, b);
+    default: return et_gpt2_safe_cut(t, len, b);
+    }
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE
+#endif
+
+/* The number of pieces; the family is a constant in each loop, so each inlines its scanner.
+ * Not inlined itself: `valgrind --tool=callgrind --toggle-collect=count_pieces` counts it. */
+NOINLINE static size_t count_pieces(int fam, const uint8_t *t, size_t len)
+{
+    size_t n = 0, i = 0;
+    switch (fam) {
+    case F_CL100K: for (; i < len; n++) i = et_cl100k_next(t, len, i, 3); break;
+    case F_O200K: for (; i < len; n++) i = et_o200k_next(t, len, i); break;
+    default: for (; i < len; n++) i = et_gpt2_next(t, len, i); break;
+    }
+    return n;
+}
+
+static uint8_t *read_all(FILE *f, size_t *len)
+{
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *buf = malloc(cap);
+    for (;;) {
+        if (!buf) return NULL;
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
+        uint8_t *grown = realloc(buf, cap *= 2);
+        if (!grown) { free(buf); return NULL; }
+        buf = grown;
+    }
+    if (ferror(f)) { free(buf); return NULL; }
+    *len = n;
+    return buf;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: pretok_check [-s] [-m] cl100k|o200k|gpt2 [FILE]\n"
+                    "       pretok_check -b N cl100k|o200k|gpt2 [FILE]\n");
+    return 2;
+}
+
+/* One line: the end offset of every piece of t[0..len), '*' after the safe cuts if safe. */
+static int print_pieces(int fam, const uint8_t *t, size_t len, int safe)
+{
+    const char *sep = "";
+    for (size_t i = 0; i < len;) {
+        size_t e = next_piece(fam, t, len, i);
+        if (e <= i || e > len) { /* never: a piece is never empty nor past the end */
+            fprintf(stderr, "pretok_check: bad piece end %zu at %zu\n", e, i);
+            return 1;
+        }
+        printf("%s%zu%s", sep, e, safe && e < len && safe_cut(fam, t, len, e) ? "*" : "");
+        sep = " ";
+        i = e;
+    }
+    printf("\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int a = 1, safe = 0, multi = 0;
+    long reps = 0;
+    for (; a < argc && argv[a][0] == '-' && argv[a][1]; a++) {
+        if (strcmp(argv[a], "-s") == 0) {
+            safe = 1;
+        } else if (strcmp(argv[a], "-m") == 0) {
+            multi = 1;
+        } else if (strcmp(argv[a], "-b") == 0 && a + 1 < argc) {
+            reps = strtol(argv[++a], NULL, 10);
+            if (reps < 1) return usage();
+        } else {
+            return usage();
+        }
+    }
+    if (argc - a < 1 || argc - a > 2 || (reps && (safe || multi))) return usage();
+    int fam;
+    if (strcmp(argv[a], "cl100k") == 0) fam = F_CL100K;
+    else if (strcmp(argv[a], "o200k") == 0) fam = F_O200K;
+    else if (strcmp(argv[a], "gpt2") == 0) fam = F_GPT2;
+    else return usage();
+    FILE *f = argc - a == 2 ? fopen(argv[a + 1], "rb") : stdin;
+    if (!f) { perror(argv[a + 1]); return 1; }
+    size_t len = 0;
+    uint8_t *t = read_all(f, &len);
+    if (f != stdin) fclose(f);
+    if (!t) { fprintf(stderr, "pretok_check: cannot read the input\n"); return 1; }
+
+    int rc = 0;
+    if (reps) {
+        struct timespec t0, t1;
+        size_t n = 0;
+        timespec_get(&t0, TIME_UTC);
+        for (long r = 0; r < reps; r++) n += count_pieces(fam, t, len);
+        timespec_get(&t1, TIME_UTC);
+        double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        printf("%s: %zu pieces, %zu bytes, %.1f MB/s\n", argv[a], n / (size_t)reps, len,
+               s > 0 ? (double)len * (double)reps / s / 1e6 : 0.0);
+    } else if (!multi) {
+        rc = print_pieces(fam, t, len, safe);
+    } else {
+        size_t i = 0;
+        while (rc == 0 && i < len) {
+            size_t n = 0, k = i;
+            while (k < len && t[k] >= '0' && t[k] <= '9' && n <= len) n = n * 10 + (size_t)(t[k++] - '0');
+            if (k == i || k >= len || t[k] != '\n' || n > len - k - 1) {
+                fprintf(stderr, "pretok_check: bad record header at %zu\n", i);
+                rc = 1;
+                break;
+            }
+            /* each text in a buffer of its own, so that reading past its end is caught */
+            uint8_t *one = malloc(n ? n : 1);
+            if (!one) { rc = 1; break; }
+            memcpy(one, t + k + 1, n);
+            rc = print_pieces(fam, one, n, safe);
+            free(one);
+            i = k + 1 + n;
+        }
+    }
+    free(t);
+    if (fflush(stdout) || ferror(stdout)) rc = 1;
+    return rc;
+}

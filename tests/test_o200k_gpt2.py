@@ -1,0 +1,126 @@
+"""The o200k_base encoding and the GPT-2 pretokenizer, end to end against tiktoken: encode,
+streaming cuts, parallel shards, token budgets."""
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+from unittest import mock
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import edgetok
+import edgetok.parallel as parallel
+import reference
+from strategies import any_text, texts
+from test_pretok import DIFFERS
+
+# letters of every case class, marks, apostrophes and '/' after line breaks: o200k's corners
+O200K_ALPHABET = "aZ\u01c5\u02b0\u4e2dAB\u0301'sSlLtT\u017f /\n\r!.1 \t"
+o200k_texts = st.one_of(texts, st.text(st.sampled_from(O200K_ALPHABET), max_size=30),
+                        any_text.map(lambda t: "".join(c for c in t if ord(c) not in DIFFERS)))
+
+
+@pytest.fixture(scope="module")
+def o2():  # type: ignore[no-untyped-def]
+    return edgetok.get_encoding("o200k_base"), reference.tiktoken_encoding("o200k_base")
+
+
+def test_real_text(o2, corpora):  # type: ignore[no-untyped-def]
+    enc, ref = o2
+    assert enc.n_vocab == ref.n_vocab and enc.special_tokens_set == ref.special_tokens_set
+    for kind, text in corpora.items():
+        assert enc.encode_ordinary(text) == ref.encode_ordinary(text), kind
+        import regex
+
+        sample = "".join(c for c in text[:50000] if ord(c) not in DIFFERS)
+        assert enc.pretokenize(sample) == regex.findall(ref._pat_str, sample)
+    text = "a<|endoftext|>b<|endofprompt|>"
+    assert enc.encode(text, allowed_special="all") == ref.encode(text, allowed_special="all")
+    with pytest.raises(ValueError):
+        enc.encode(text)
+
+
+@given(o200k_texts)
+@settings(max_examples=1500, deadline=None)
+def test_generated(o2, text):  # type: ignore[no-untyped-def]
+    enc, ref = o2
+    assert enc.encode_ordinary(text) == ref.encode_ordinary(text)
+
+
+@given(o200k_texts, st.integers(0, 30))
+@settings(max_examples=300, deadline=None)
+def test_budgets(o2, text, n):  # type: ignore[no-untyped-def]
+    enc, ref = o2
+    i, ids = enc.split_at(text, n)
+    assert ref.encode_ordinary(text[:i]) == ids == ref.encode_ordinary(text)[: len(ids)]
+    rc = enc.range_counter(text)
+    for a in range(0, len(text) + 1, 3):
+        assert rc.count(a, len(text)) == len(ref.encode_ordinary(text[a:]))
+
+
+@given(st.lists(o200k_texts, max_size=8).map("\n".join))
+@settings(max_examples=300, deadline=None)
+def test_shards_and_streaming_cuts(o2, text):  # type: ignore[no-untyped-def]
+    enc, ref = o2
+    want = ref.encode_ordinary(text * 3)
+    with mock.patch.object(parallel, "SHARD_MIN_BYTES", 8), mock.patch.object(parallel, "cores", lambda: 8):
+        assert enc.encode_parallel(text * 3) == want
+    c = enc.counter()
+    data = (text * 3).encode()
+    for k in range(0, len(data), 5):
+        c.append(data[k:k + 5])
+    assert c.count == len(want)
+
+
+def test_streaming_cli(corpora, tmp_path):  # type: ignore[no-untyped-def]
+    ref = reference.tiktoken_encoding("o200k_base")
+    text = corpora["multilingual"][:40000] + "\n/x \u4e2dABc.\n" * 50
+    f = tmp_path / "t.txt"
+    f.write_text(text)
+    out = subprocess.run([sys.executable, "-m", "edgetok_cli.main", "encode", "-e", "o200k_base", str(f)],
+                         capture_output=True, env={**os.environ, "EDGETOK_CHUNK": "97"}, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert list(map(int, out.stdout.split())) == ref.encode_ordinary(text)
+
+
+@pytest.fixture(scope="module")
+def gpt2_small(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """The first 20,000 ranks of cl100k_base split by the GPT-2 pattern: edgetok's gpt2
+    pretokenizer and BPE against tiktoken with tiktoken's own r50k pattern."""
+    import tiktoken
+    import tiktoken_ext.openai_public as op
+
+    cl = reference.tiktoken_encoding("cl100k_base")
+    ranks = dict(sorted(cl._mergeable_ranks.items(), key=lambda kv: kv[1])[:20000])
+    f = tmp_path_factory.mktemp("gpt2") / "small.tiktoken"
+    f.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % r for t, r in ranks.items()))
+    out = f.with_suffix(".etok")
+    p = subprocess.run([sys.executable, "-m", "edgetok_cli.main", "compile", str(f), "-o", str(out),
+                        "--pretokenizer", "gpt2"], capture_output=True)
+    assert p.returncode == 0, p.stderr
+    ref = tiktoken.Encoding("gpt2small", pat_str=op.r50k_pat_str, mergeable_ranks=ranks,
+                            special_tokens={})
+    return edgetok.load(out), ref
+
+
+def test_gpt2_real_text(gpt2_small, corpora):  # type: ignore[no-untyped-def]
+    enc, ref = gpt2_small
+    for kind, text in corpora.items():
+        assert enc.encode_ordinary(text) == ref.encode_ordinary(text), kind
+
+
+@given(st.one_of(texts, st.text(st.sampled_from("'sSlLvVrRdDmMtT \n\t!a1\u017f\u00e9"), max_size=30)))
+@settings(max_examples=800, deadline=None)
+def test_gpt2_generated(gpt2_small, text):  # type: ignore[no-untyped-def]
+    enc, ref = gpt2_small
+    text = "".join(c for c in text if ord(c) not in DIFFERS)
+    assert enc.encode_ordinary(text) == ref.encode_ordinary(text)
+    c = enc.counter()
+    data = text.encode()
+    for k in range(0, len(data), 3):
+        c.append(data[k:k + 3])
+    assert c.count == len(ref.encode_ordinary(text))
