@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 
@@ -37,4 +37,10 @@ class build_ext_and_models(build_ext):
         subprocess.check_call([sys.executable, "-m", "edgetok.compiler", out], cwd=base, env=env)
 
 
-setup(cffi_modules=["edgetok/_build.py:ffibuilder"], cmdclass={"build_ext": build_ext_and_models})
+# ids to Python lists with cached int objects (see the file); stable ABI like the cffi module
+ids_ext = Extension("edgetok._ids", ["edgetok/_ids.c"], py_limited_api=True,
+                    define_macros=[("Py_LIMITED_API", "0x03090000")],
+                    extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra"])
+
+setup(cffi_modules=["edgetok/_build.py:ffibuilder"], ext_modules=[ids_ext],
+      cmdclass={"build_ext": build_ext_and_models})

@@ -12,6 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings
     from typing import Iterable, Iterator
 
+from ._ids import to_list
 from ._native import ffi, lib
 
 FINAL = lib.ET_FINAL
@@ -156,7 +157,7 @@ class Model:
             n += res[0]
             pos += res[1]
             if rc == lib.ET_OK:
-                ids = memoryview(ffi.buffer(out, 4 * n)).cast("I").tolist()
+                ids = to_list(int(ffi.cast("uintptr_t", out)), n)
                 if end > _KEEP_OUT:
                     self._scratch.out, self._scratch.out_cap = None, 0
                 return ids, pos

@@ -359,8 +359,8 @@ static size_t heap_merge(const et_model *m, const uint8_t *p, uint32_t n, uint64
 
 /* The ids of one piece p[0..plen): *ids points at them (at *one for a whole-piece token, else
  * into the workspace, valid until the next call). Returns their count, or 0 with *rc set. */
-static size_t piece_ids(et_ws *ws, const uint8_t *p, size_t plen, uint32_t *one,
-                        const uint32_t **ids, int *rc)
+static inline size_t piece_ids(et_ws *ws, const uint8_t *p, size_t plen, uint32_t *one,
+                               const uint32_t **ids, int *rc)
 {
     const et_model *m = ws->m;
     uint32_t node = et_trie_walk(m, 0, p, plen);

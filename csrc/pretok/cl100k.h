@@ -88,11 +88,22 @@ static inline unsigned et_cl_cat(const uint8_t *t, size_t len, size_t i, size_t 
     return et_cl_cat_slow(t, len, i, n);
 }
 
+/* Whether p[0..8) are all ASCII letters. */
+static inline int et_cl_ascii_letter8(const uint8_t *p)
+{
+    for (int k = 0; k < 8; k++)
+        if ((uint8_t)((p[k] | 0x20u) - 'a') >= 26u) return 0;
+    return 1;
+}
+
 /* First position >= i whose character's category is not in mask. ASCII runs take the inner
  * loop: one table load and one bit test per byte. */
-static inline size_t et_cl_run(const uint8_t *t, size_t len, size_t i, unsigned mask)
+ET_ALWAYS_INLINE static inline size_t et_cl_run(const uint8_t *t, size_t len, size_t i,
+                                               unsigned mask)
 {
-    if (mask == M_LETTER) { /* 8 ASCII letters at a time: long words, base64, runs */
+    if (mask == M_LETTER && len - i >= 16 && et_cl_ascii_letter8(t + i)) {
+        /* a long ASCII letter run (base64, a 1 MB of 'a'): 8 letters at a time. Words of
+         * ordinary text are shorter and never get here */
         const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
         while (len - i >= 8) {
             uint64_t w;
