@@ -111,7 +111,8 @@ def _child(code: str, *args: str) -> float:
     return time.perf_counter() - t0
 
 
-COUNT_EDGETOK = "import sys; from edgetok_cli.main import main; sys.argv=['edgetok','count',sys.argv[1]]; main()"
+COUNT_EDGETOK = ("import sys; from edgetok_cli.main import main; "
+                 "sys.argv = ['edgetok', 'count', '-e', sys.argv[2], sys.argv[1]]; main()")
 COUNT_TIKTOKEN = ("import sys, tiktoken; e = tiktoken.get_encoding(sys.argv[2]); "
                   "print(len(e.encode(open(sys.argv[1], encoding='utf-8').read())))")
 # Peak RSS from /proc's VmHWM, in KiB: getrusage's ru_maxrss survives exec on Linux, so a
@@ -132,7 +133,8 @@ def cold_start(name: str, sample: str, compare: bool, runs: int = 7) -> dict[str
         with open(full, "w", encoding="utf-8") as f:
             f.write(sample)
         out["python_s"] = statistics.median(_child("pass") for _ in range(runs))
-        out["edgetok_count_1k_s"] = statistics.median(_child(COUNT_EDGETOK, kb) for _ in range(runs))
+        out["edgetok_count_1k_s"] = statistics.median(_child(COUNT_EDGETOK, kb, name)
+                                                      for _ in range(runs))
         if compare:
             try:
                 _child(COUNT_TIKTOKEN, kb, name)

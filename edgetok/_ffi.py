@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings
-    from typing import Iterable, Iterator
+    from typing import Iterable
 
 from ._ids import to_list
 from ._native import ffi, lib
@@ -280,20 +280,6 @@ class Model:
         buf = ffi.new("char[]", max(size[0], 1))
         check(lib.et_decode(self._h, arr, n, buf, size[0], size), "decode")
         return ffi.buffer(buf, size[0])[:]
-
-    def stream_encode(self, chunks: Iterable[bytes]) -> Iterator[list[int]]:
-        """Ids of a text given as UTF-8 chunks (each ending on a character boundary), yielded
-        as soon as they are final; the same ids as encoding the whole text at once."""
-        pending = b""
-        for chunk in chunks:
-            pending += chunk
-            ids, used = self.encode(pending, final=False)
-            if ids:
-                yield ids
-            pending = pending[used:]
-        ids, _ = self.encode(pending, final=True)
-        if ids:
-            yield ids
 
 
 PRETOK_KINDS = {"cl100k": lib.ET_PRETOK_CL100K, "o200k": lib.ET_PRETOK_O200K,

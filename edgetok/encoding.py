@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import functools
-import os
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings
     from typing import AbstractSet, Collection, Iterator, Literal, Sequence

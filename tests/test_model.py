@@ -86,8 +86,6 @@ def test_unicode_tables_are_generated(image):  # type: ignore[no-untyped-def]
 def test_vocabulary_without_backtracking_uses_the_heap(ref, tmp_path):  # type: ignore[no-untyped-def]
     import tiktoken
 
-    from edgetok.compiler import compile_tiktoken
-
     # the first 1000 ranks of cl100k_base plus a token that BPE cannot make from its own
     # bytes: the compiler must notice and keep long pieces off the backtracking encoder
     ranks = dict(sorted(ref._mergeable_ranks.items(), key=lambda kv: kv[1])[:1000])
