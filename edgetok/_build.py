@@ -61,6 +61,8 @@ int et_prefix_counts(et_ws *ws, const char *text, size_t len, uint32_t *cum);
 int et_count_range(et_ws *ws, const char *text, size_t len, const uint32_t *cum, size_t i,
                    size_t j, size_t *count);
 size_t et_shard_cut(const et_model *m, const char *text, size_t len, size_t from);
+int et_encode_batch(et_ws *ws, const char *const *texts, const size_t *lens, size_t n,
+                    uint32_t *out, size_t cap, size_t *counts, size_t *done);
 int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned flags,
                    size_t *ends, size_t cap, size_t *n_out, size_t *consumed);
 int et_decode_len(const et_model *m, const uint32_t *ids, size_t n, size_t *len);

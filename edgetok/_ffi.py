@@ -165,6 +165,34 @@ class Model:
                 check(rc, "encode")
             self._ws(lib.et_ws_need(self._scratch.ws))
 
+    def encode_many(self, datas: list[bytes]) -> list[list[int]]:
+        """[encode(d)[0] for d in datas] in as few C calls as possible (one, usually)."""
+        out_lists: list[list[int]] = []
+        start = 0
+        while start < len(datas):
+            part = datas[start:]
+            bufs = [ffi.from_buffer(d) for d in part]
+            texts = ffi.new("char *[]", bufs)
+            lens = ffi.new("size_t[]", [len(d) for d in part])
+            counts = ffi.new("size_t[]", len(part))
+            done = ffi.new("size_t *")
+            cap = sum(lib.et_encode_bound(self._h, len(d)) for d in part) + 1
+            out = self._out(cap)
+            rc = lib.et_encode_batch(self._ws(), texts, lens, len(part), out, cap, counts, done)
+            at = 0
+            addr = int(ffi.cast("uintptr_t", out))
+            for k in range(done[0]):
+                out_lists.append(to_list(addr + 4 * at, counts[k]))
+                at += counts[k]
+            start += done[0]
+            if rc == lib.ET_E_WORKSPACE:
+                self._ws(lib.et_ws_need(self._scratch.ws))
+            elif rc != lib.ET_OK:
+                check(rc, "encode")
+        if self._scratch.out_cap > _KEEP_OUT:
+            self._scratch.out, self._scratch.out_cap = None, 0
+        return out_lists
+
     def count(self, data: bytes, final: bool = True) -> tuple[int, int]:
         """Number of ids of data as ordinary text, and the bytes they cover."""
         res = ffi.new("size_t[2]")

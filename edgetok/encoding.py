@@ -198,9 +198,12 @@ class Encoding:
         return token
 
     def encode_ordinary_batch(self, text: Sequence[str], *, num_threads: int = 8) -> list[list[int]]:
-        from .parallel import map_batch
+        from .parallel import map_slices
 
-        return map_batch(self.encode_ordinary, text, [len(t) for t in text], num_threads)
+        def part(texts: Sequence[str]) -> list[list[int]]:  # one C call per slice
+            return self._model.encode_many([_utf8(t) for t in texts])
+
+        return map_slices(part, text, [len(t) for t in text], num_threads)
 
     def encode_batch(self, text: Sequence[str], *, num_threads: int = 8,
                      allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006

@@ -71,6 +71,20 @@ def map_batch(fn: Callable[[T], R], items: Sequence[T], sizes: Sequence[int],
     return out
 
 
+def map_slices(fn: Callable[[Sequence[T]], list[R]], items: Sequence[T], sizes: Sequence[int],
+               num_threads: int) -> list[R]:
+    """fn(slice) over contiguous slices of items, one per thread, joined in order (fn maps a
+    slice to one result per item)."""
+    threads = min(num_threads, cores(), len(items))
+    if threads <= 1 or sum(sizes) < PARALLEL_MIN_BYTES:
+        return fn(items)
+    futures = [pool().submit(fn, items[a:b]) for a, b in _slices(sizes, threads)]
+    out: list[R] = []
+    for f in futures:
+        out += f.result()
+    return out
+
+
 def sharded(run: Callable[[bytes], R], cuts_of: Callable[[bytes, int, int], list[int]],
             data: bytes, num_threads: int | None) -> list[R]:
     """run() on each shard of data, in order, in parallel when data is large enough.

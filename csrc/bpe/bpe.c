@@ -623,3 +623,21 @@ size_t et_shard_cut(const et_model *m, const char *text, size_t len, size_t from
     if (!m || !text || from >= len || m->kind != ET_KIND_BPE) return len;
     return et_cl100k_forced_cut((const uint8_t *)text, len, from, m->pretok == ET_PRETOK_O200K);
 }
+
+int et_encode_batch(et_ws *ws, const char *const *texts, const size_t *lens, size_t n,
+                    uint32_t *out, size_t cap, size_t *counts, size_t *done)
+{
+    if (!ws || (n && (!texts || !lens || !counts)) || !done || (!out && cap)) return ET_E_ARG;
+    size_t w = 0;
+    *done = 0;
+    for (size_t k = 0; k < n; k++) {
+        size_t got = 0, used = 0;
+        int rc = run(ws, (const uint8_t *)texts[k], lens[k], ET_FINAL, out + w, NULL, cap - w,
+                     SIZE_MAX, &got, &used);
+        if (rc) return rc;
+        counts[k] = got;
+        w += got;
+        *done = k + 1;
+    }
+    return ET_OK;
+}

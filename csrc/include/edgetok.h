@@ -160,6 +160,13 @@ int et_count_range(et_ws *ws, const char *text, size_t len, const uint32_t *cum,
 
 /* ---- parallel work ---------------------------------------------------------------------- */
 
+/* Encodes n complete texts (texts[k][0..lens[k])) one after another into out[0..cap), their
+ * ids back to back; counts[k] = ids of text k. One call for a whole slice of a batch, so a
+ * binding holds its interpreter lock once per slice, not once per text. On ET_E_FULL or
+ * ET_E_WORKSPACE, *done texts are complete: grow and call again from text *done. */
+int et_encode_batch(et_ws *ws, const char *const *texts, const size_t *lens, size_t n,
+                    uint32_t *out, size_t cap, size_t *counts, size_t *done);
+
 /* The first position >= from where the pretokenizer starts a new piece whatever comes before,
  * or len if there is none: encoding text[0..b) and text[b..len) apart and joining the ids
  * gives exactly the ids of the whole text, so shards cut there can be encoded on any core. */
