@@ -125,3 +125,12 @@ def test_budget_operations(etok, model, ref, corpora, tmp_path):  # type: ignore
         except UnicodeDecodeError:
             continue  # a range cutting a character: no tiktoken reference
         assert g == w, (i, j)
+
+
+def test_batch_of_lines(etok, model, ref, corpora, tmp_path):  # type: ignore[no-untyped-def]
+    text = corpora["multilingual"][:30000] + "\n\n" + "x" * 500 + "\n \U0001f600 "
+    f = tmp_path / "lines.txt"
+    f.write_text(text)
+    p = etok_run(etok, "lines", model, str(f))
+    assert p.returncode == 0
+    assert list(map(int, p.stdout.split())) == [len(ref.encode_ordinary(x)) for x in text.split("\n")]

@@ -5,6 +5,8 @@
  *   etok pretok MODEL [FILE]   byte end offset of each piece
  *   etok split MODEL [FILE]    successive cuts of at most N tokens (N = $ETOK_N, default 7)
  *   etok range MODEL [FILE]    counts of ranges [i, j) for i, j on a grid of $ETOK_STEP bytes
+ *   etok lines MODEL [FILE]    each line (without its newline) encoded on its own, in one
+ *                              et_encode_batch call: the id count of each line
  *   etok verify MODEL          full validation and checksum
  *
  * Exit status: 0 ok, 1 a library error (message on stderr), 2 usage. */
@@ -55,7 +57,7 @@ int main(int argc, char **argv) {
     char *text = read_all(f, &len);
     if (f != stdin) fclose(f);
     size_t cap = et_encode_bound(m, len) + 1, done = 0, total = 0;
-    size_t wsize = et_ws_size(strcmp(cmd, "range") == 0 ? len : 0); /* range: no retries */
+    size_t wsize = et_ws_size(strcmp(cmd, "range") == 0 || strcmp(cmd, "lines") == 0 ? len : 0);
     uint32_t *ids = malloc(cap * sizeof *ids);
     size_t *ends = malloc(cap * sizeof *ends);
     void *mem = malloc(wsize);
@@ -96,6 +98,23 @@ int main(int argc, char **argv) {
             free(cum);
             if (rc == 0) used = len - done;
             else if (rc == ET_E_WORKSPACE) { fprintf(stderr, "etok: range needs a larger workspace\n"); rc = -1; break; }
+        } else if (strcmp(cmd, "lines") == 0) {
+            size_t nl = 1, k = 0, got = 0;
+            for (size_t x = 0; x < len; x++) nl += text[x] == '\n';
+            const char **texts = malloc(nl * sizeof *texts);
+            size_t *lens = malloc(nl * sizeof *lens), *counts = malloc(nl * sizeof *counts);
+            if (!texts || !lens || !counts) return 1;
+            for (size_t a = 0, x = 0; x <= len; x++)
+                if (x == len || text[x] == '\n') {
+                    texts[k] = text + a;
+                    lens[k++] = x - a;
+                    a = x + 1;
+                }
+            rc = et_encode_batch(ws, texts, lens, k, ids, cap, counts, &got);
+            for (size_t x = 0; rc == 0 && x < got; x++) printf(x ? " %zu" : "%zu", counts[x]);
+            free(texts); free(lens); free(counts);
+            if (rc == ET_E_WORKSPACE) { fprintf(stderr, "etok: lines needs a larger workspace\n"); rc = -1; break; }
+            used = len - done;
         } else if (strcmp(cmd, "pretok") == 0) {
             rc = et_pretokenize(m, text + done, len - done, ET_FINAL, ends, cap, &n, &used);
             for (size_t i = 0; i < n; i++) printf(total + i ? " %zu" : "%zu", done + ends[i]);
