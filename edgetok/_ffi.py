@@ -209,6 +209,11 @@ class Model:
                 check(rc, "count")
             self._ws(lib.et_ws_need(self._scratch.ws))
 
+    def _bpe_only(self, what: str) -> None:
+        if self.kind != "bpe":
+            raise ModelError(f"{what} works with BPE encodings only, not with SentencePiece "
+                             f"Unigram models ({self.source})")
+
     def _retry(self, call, what: str) -> None:  # type: ignore[no-untyped-def]
         """call(ws) until it stops asking for a larger workspace."""
         while True:
@@ -221,6 +226,7 @@ class Model:
     def count_limit(self, data: bytes, limit: int, start: int = 0, end: int | None = None
                     ) -> int | None:
         """Number of ids of data[start:end] if it is at most limit, else None (stopping early)."""
+        self._bpe_only("counting up to a limit")
         res = ffi.new("size_t[2]")
         total, pos = 0, start
         end = len(data) if end is None else end
@@ -241,6 +247,7 @@ class Model:
     def split_at(self, data: bytes, n: int, start: int = 0) -> tuple[int, list[int]]:
         """(cut, ids): see et_split_at, for data[start:] (not copied). data[start:start + cut]
         encodes to ids, len(ids) <= n."""
+        self._bpe_only("splitting after n tokens")
         src = ffi.from_buffer(data) + start
         size = len(data) - start
         res = ffi.new("size_t[2]")
@@ -260,6 +267,7 @@ class Model:
 
     def prefix_counts(self, data: bytes) -> object:
         """The table of et_prefix_counts for data (a cffi uint32_t array, len(data) + 1)."""
+        self._bpe_only("range counting")
         cum = ffi.new("uint32_t[]", len(data) + 1)
         self._retry(lambda ws: lib.et_prefix_counts(ws, data, len(data), cum), "count")
         return cum
@@ -292,6 +300,7 @@ class Model:
 
     def pretokenize(self, data: bytes) -> list[int]:
         """End offsets of the pieces of data."""
+        self._bpe_only("pretokenizing")
         ends = ffi.new("size_t[]", max(len(data), 1))
         res = ffi.new("size_t[2]")
         check(lib.et_pretokenize(self._h, data, len(data), FINAL, ends, len(data), res, res + 1),

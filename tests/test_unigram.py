@@ -91,3 +91,12 @@ def test_control_text_is_text(trained):  # type: ignore[no-untyped-def]
     sp, enc = trained["en1k_bytes"]
     for text in ("<s> and </s> and <unk> and <0x41>", "<|endoftext|>"):
         assert enc.encode(text) == sp.encode(text)
+
+
+def test_bpe_only_operations_say_so(trained):  # type: ignore[no-untyped-def]
+    _, enc = trained["en1k_bytes"]
+    for op in (lambda: enc.count_till_limit("x y", 3), lambda: enc.split_at("x y", 2),
+               lambda: enc.range_counter("x y"), lambda: enc.pretokenize("x y")):
+        with pytest.raises(ModelError, match="BPE encodings only"):
+            op()
+    assert enc.count("x y") == len(enc.encode("x y"))
