@@ -22,6 +22,9 @@ typedef struct et_ws et_ws;
 #define ET_PRETOK_CL100K ...
 #define ET_PRETOK_O200K ...
 #define ET_PRETOK_GPT2 ...
+#define ET_PRETOK_LLAMA3 ...
+#define ET_PRETOK_REGEX ...
+#define ET_COMPILE_NFC ...
 enum { ET_OK, ET_E_IO, ET_E_FORMAT, ET_E_VERSION, ET_E_NOMEM, ET_E_ARG, ET_E_WORKSPACE,
        ET_E_FULL, ET_E_TOKEN, ET_E_VOCAB, ET_E_CHECKSUM };
 const char *et_strerror(int status);                 /* message for a status */
@@ -38,6 +41,7 @@ const char *et_model_backing(const et_model *m);     /* mmap, hugetlb, thp, heap
 size_t et_model_size(const et_model *m);
 uint32_t et_model_max_token_len(const et_model *m);
 int et_model_backtracks(const et_model *m);
+int et_model_nfc(const et_model *m);
 uint32_t et_model_kind(const et_model *m);
 size_t et_encode_bound(const et_model *m, size_t len);
 int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const float *scores,
@@ -70,7 +74,7 @@ int et_decode(const et_model *m, const uint32_t *ids, size_t n,
               char *out, size_t cap, size_t *n_out);
 int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, uint32_t n,
                    const char *sbytes, const uint32_t *soff, const uint32_t *sids, uint32_t ns,
-                   uint32_t pretok, uint32_t pretok_param, const char *pattern,
+                   uint32_t pretok, uint32_t pretok_param, uint32_t flags, const char *pattern,
                    uint8_t **out, size_t *out_len);    /* vocabulary -> .etok image */
 void et_free(void *p);
 """

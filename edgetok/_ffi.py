@@ -54,6 +54,8 @@ class Model:
         param = ffi.new("uint32_t *")
         self.pretok: int = lib.et_model_pretok(handle, param)
         self.pretok_param: int = param[0]
+        self.nfc: bool = bool(lib.et_model_nfc(handle))
+        self._splitter: list | None = None  # type: ignore[type-arg]
 
     @classmethod
     def open(cls, path: str, *, hugepages: bool = False, verify: bool = False) -> "Model":
@@ -94,6 +96,36 @@ class Model:
     def kind(self) -> str:
         """The model family: "bpe" or "unigram"."""
         return "unigram" if lib.et_model_kind(self._h) == lib.ET_MODEL_UNIGRAM else "bpe"
+
+    @property
+    def regex_split(self) -> bool:
+        """Pieces are cut by the model's regexes in Python (no regex-free pretokenizer)."""
+        return self.pretok == lib.ET_PRETOK_REGEX
+
+    def _pieces(self, data: bytes) -> list[bytes]:
+        """data cut by the model's regexes, applied in turn (each match and each gap a piece,
+        as tokenizer.json's Split with the Isolated behaviour)."""
+        if self._splitter is None:
+            import json
+
+            import regex
+
+            self._splitter = [regex.compile(p) for p in json.loads(self.pattern)]
+        pieces = [data.decode("utf-8", "surrogateescape")]
+        for pat in self._splitter:
+            out = []
+            for p in pieces:
+                at = 0
+                for m in pat.finditer(p):
+                    if m.start() > at:
+                        out.append(p[at:m.start()])
+                    if m.end() > m.start():
+                        out.append(m.group())
+                    at = m.end()
+                if at < len(p):
+                    out.append(p[at:])
+            pieces = out
+        return [p.encode("utf-8", "surrogateescape") for p in pieces]
 
     @property
     def backtracks(self) -> bool:
@@ -144,6 +176,10 @@ class Model:
     # -- the operations -------------------------------------------------------------------
     def encode(self, data: bytes, final: bool = True) -> tuple[list[int], int]:
         """Ids of data as ordinary text, and the bytes they cover (all of data when final)."""
+        if self.regex_split:
+            if not final:
+                return [], 0  # pieces are known only once the text is complete
+            return [i for ids in self._encode_batch(self._pieces(data)) for i in ids], len(data)
         flags = FINAL if final else 0
         res = ffi.new("size_t[2]")
         end = len(data)
@@ -167,6 +203,11 @@ class Model:
 
     def encode_many(self, datas: list[bytes]) -> list[list[int]]:
         """[encode(d)[0] for d in datas] in as few C calls as possible (one, usually)."""
+        if self.regex_split:
+            return [self.encode(d)[0] for d in datas]
+        return self._encode_batch(datas)
+
+    def _encode_batch(self, datas: list[bytes]) -> list[list[int]]:
         out_lists: list[list[int]] = []
         start = 0
         while start < len(datas):
@@ -195,6 +236,9 @@ class Model:
 
     def count(self, data: bytes, final: bool = True) -> tuple[int, int]:
         """Number of ids of data as ordinary text, and the bytes they cover."""
+        if self.regex_split:
+            ids, used = self.encode(data, final)
+            return len(ids), used
         res = ffi.new("size_t[2]")
         total, pos = 0, 0
         src = ffi.from_buffer(data)
@@ -213,6 +257,9 @@ class Model:
         if self.kind != "bpe":
             raise ModelError(f"{what} works with BPE encodings only, not with SentencePiece "
                              f"Unigram models ({self.source})")
+        if self.regex_split:
+            raise ModelError(f"{what} needs a regex-free pretokenizer; {self.source} cuts its "
+                             "pieces with a regex in Python (see `edgetok info`)")
 
     def _retry(self, call, what: str) -> None:  # type: ignore[no-untyped-def]
         """call(ws) until it stops asking for a larger workspace."""
@@ -226,6 +273,9 @@ class Model:
     def count_limit(self, data: bytes, limit: int, start: int = 0, end: int | None = None
                     ) -> int | None:
         """Number of ids of data[start:end] if it is at most limit, else None (stopping early)."""
+        if self.regex_split:
+            total = self.count(data[start:end])[0]
+            return total if total <= limit else None
         self._bpe_only("counting up to a limit")
         res = ffi.new("size_t[2]")
         total, pos = 0, start
@@ -319,14 +369,17 @@ class Model:
         return ffi.buffer(buf, size[0])[:]
 
 
-PRETOK_KINDS = {"cl100k": lib.ET_PRETOK_CL100K, "o200k": lib.ET_PRETOK_O200K,
-                "gpt2": lib.ET_PRETOK_GPT2}
+# pretokenizer name: (ET_PRETOK_* kind, digits per group)
+PRETOK_KINDS = {"cl100k": (lib.ET_PRETOK_CL100K, 3), "o200k": (lib.ET_PRETOK_O200K, 0),
+                "gpt2": (lib.ET_PRETOK_GPT2, 0), "llama3": (lib.ET_PRETOK_LLAMA3, 3),
+                "qwen2": (lib.ET_PRETOK_LLAMA3, 1), "regex": (lib.ET_PRETOK_REGEX, 0)}
 
 
 def compile_bpe(tokens: list[tuple[bytes, int]], specials: list[tuple[bytes, int]],
-                pattern: str, pretokenizer: str = "cl100k", max_digits: int = 3) -> bytes:
+                pattern: str, pretokenizer: str = "cl100k", nfc: bool = False) -> bytes:
     """Compile a BPE vocabulary (rank == id) into an .etok image, with one of the regex-free
-    pretokenizers (PRETOK_KINDS); pattern is recorded for information."""
+    pretokenizers (PRETOK_KINDS; "regex": pieces cut in Python with pattern, else pattern is
+    recorded for information); nfc: text is NFC-normalised before encoding."""
 
     def pack(items: list[tuple[bytes, int]]) -> tuple[bytes, object, object]:
         blob = b"".join(b for b, _ in items)
@@ -340,7 +393,8 @@ def compile_bpe(tokens: list[tuple[bytes, int]], specials: list[tuple[bytes, int
     out = ffi.new("uint8_t **")
     out_len = ffi.new("size_t *")
     rc = lib.et_compile_bpe(blob, off, ids, len(tokens), sblob, soff, sids, len(specials),
-                            PRETOK_KINDS[pretokenizer], max_digits, pattern.encode(), out, out_len)
+                            *PRETOK_KINDS[pretokenizer], lib.ET_COMPILE_NFC if nfc else 0,
+                            pattern.encode(), out, out_len)
     if rc == lib.ET_E_VOCAB:
         raise ModelError("vocabulary cannot be compiled: it must hold every single byte, "
                          "with distinct non-empty tokens and distinct ids")

@@ -15,9 +15,20 @@ if TYPE_CHECKING:
     from .encoding import Encoding
 
 
-def _utf8(text: str) -> bytes:
+def _raw_utf8(text: str) -> bytes:
     from .encoding import _utf8 as u
 
+    return u(text)
+
+
+def _utf8(enc: "Encoding", text: str) -> bytes:
+    """text in UTF-8; offsets into it must be offsets into text, so a model that normalises
+    (NFC) takes text that is normalised already."""
+    from .encoding import _nfc, _utf8 as u
+
+    if enc.model.nfc and _nfc(text) != text:
+        raise ValueError(f"{enc.name} normalises text to NFC: pass NFC text "
+                         "(unicodedata.normalize('NFC', text)) to get offsets into it")
     return u(text)
 
 
@@ -28,7 +39,7 @@ def split_at(enc: "Encoding", text: str, max_tokens: int) -> tuple[int, list[int
     character. Tokens that end inside a character are never cut after."""
     if max_tokens < 0:
         raise ValueError("max_tokens must be >= 0")
-    data = _utf8(text)
+    data = _utf8(enc, text)
     cut, ids = enc.model.split_at(data, max_tokens)
     if cut == len(data):
         return len(text), ids
@@ -100,7 +111,7 @@ class RangeCounter:
 
     def __init__(self, enc: "Encoding", text: str):
         self._model: Model = enc.model
-        self._data = _utf8(text)
+        self._data = _utf8(enc, text)
         self._cum = self._model.prefix_counts(self._data)
         self._n = len(text)
         self._text = text
@@ -137,6 +148,9 @@ class AppendCounter:
 
     def __init__(self, enc: "Encoding"):
         self._model = enc.model
+        if enc.model.nfc:
+            raise ValueError(f"{enc.name} normalises text to NFC, which a character appended "
+                             "later can change: count the whole text instead")
         self._committed = 0  # tokens of the text before self._pending; final
         self._pending = b""  # since the last safe cut, including an incomplete character
         self._count = 0
@@ -148,7 +162,7 @@ class AppendCounter:
 
     def append(self, piece: str | bytes) -> int:
         """Add text; returns the count so far."""
-        buf = self._pending + (piece if isinstance(piece, bytes) else _utf8(piece))
+        buf = self._pending + (piece if isinstance(piece, bytes) else _raw_utf8(piece))
         whole = _complete(buf)
         n, used = self._model.count(buf[:whole], final=False)
         self._committed += n

@@ -22,8 +22,15 @@ O200K_PATTERN = "|".join([
     r"""\s+""",
 ])
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+# the older cl100k pattern, as Llama-3's and Qwen2's tokenizer.json files ship it
+LLAMA3_PATTERN = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+    r"""|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+QWEN2_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}")
 # the regex-free pretokenizers, by name, and the pattern each reproduces
-PATTERNS = {"cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN, "gpt2": GPT2_PATTERN}
+PATTERNS = {"cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN, "gpt2": GPT2_PATTERN,
+            "llama3": LLAMA3_PATTERN, "qwen2": QWEN2_PATTERN}
 
 CL100K_SPECIALS = {
     "<|endoftext|>": 100257,
@@ -88,11 +95,30 @@ def is_sentencepiece(path: str | Path) -> bool:
         return f.read(1) == b"\x0a"
 
 
+def source_kind(path: str | Path) -> str:
+    """What a vocabulary file is: "gguf", "tokenizer.json", "sentencepiece" or "tiktoken"."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head == b"GGUF":
+        return "gguf"
+    if head[:1] == b"{":
+        return "tokenizer.json"
+    return "sentencepiece" if is_sentencepiece(path) else "tiktoken"
+
+
 def compile_source(path: str | Path, *, specials: dict[str, int] | None = None,
                    pretokenizer: str = "cl100k") -> bytes:
-    """Compile any supported vocabulary file: a SentencePiece .model (Unigram) or a tiktoken
-    file (with the named pretokenizer and the given special tokens)."""
-    if is_sentencepiece(path):
+    """Compile any supported vocabulary file: a GGUF file or a Hugging Face tokenizer.json
+    (byte-level BPE), a SentencePiece .model (Unigram) or a tiktoken file (with the named
+    pretokenizer and the given special tokens)."""
+    kind = source_kind(path)
+    if kind in ("gguf", "tokenizer.json"):
+        if specials:
+            raise ModelError(f"special tokens come from the {kind} file itself")
+        from . import hf
+
+        return hf.read_gguf(path) if kind == "gguf" else hf.read_tokenizer_json(path)
+    if kind == "sentencepiece":
         if specials:
             raise ModelError("special tokens come from the SentencePiece model itself")
         from .spm import read

@@ -20,6 +20,12 @@ def _utf8(text: str) -> bytes:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 
 
+def _nfc(text: str) -> str:
+    import unicodedata
+
+    return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
+
+
 def _raise_disallowed(token: str) -> None:
     raise ValueError(
         f"Encountered text corresponding to disallowed special token {token!r}.\n"
@@ -56,6 +62,11 @@ class Encoding:
         # a substring every special token starts with: text without it holds none of them
         self._marker = "<|" if special_tokens and all(t.startswith("<|") for t in special_tokens) else None
         self.max_token_value = model.n_vocab - 1
+        self._nfc = model.nfc  # the model's normaliser: NFC (Qwen2's tokenizer.json) or none
+
+    def _bytes(self, text: str) -> bytes:
+        """text as the model encodes it: normalised if the model says so, in UTF-8."""
+        return _utf8(_nfc(text) if self._nfc else text)
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
@@ -80,7 +91,7 @@ class Encoding:
     # -- encoding ---------------------------------------------------------------------------
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of text, with special tokens treated as ordinary text."""
-        return self._model.encode(_utf8(text))[0]
+        return self._model.encode(self._bytes(text))[0]
 
     def _segments(self, text: str, allowed_special: "Literal['all'] | AbstractSet[str]",
                   disallowed_special: "Literal['all'] | Collection[str]") -> Iterator[str | int]:
@@ -115,7 +126,7 @@ class Encoding:
         token found in the text raises ValueError unless disallowed_special excludes it."""
         if (not allowed_special and disallowed_special == "all"
                 and (not self._special_tokens or (self._marker and self._marker not in text))):
-            return self._model.encode(_utf8(text))[0]
+            return self._model.encode(self._bytes(text))[0]
         return self._encode(text, allowed_special, disallowed_special, 1)
 
     def count(self, text: str, *,
@@ -133,12 +144,12 @@ class Encoding:
             if isinstance(seg, int):
                 ids.append(seg)
             elif seg and threads == 1:
-                ids += self._model.encode(_utf8(seg))[0]
+                ids += self._model.encode(self._bytes(seg))[0]
             elif seg:
                 from .parallel import sharded
 
                 for part in sharded(lambda d: self._model.encode(d)[0], self._model.shard_cuts,
-                                    _utf8(seg), threads):
+                                    self._bytes(seg), threads):
                     ids += part
         return ids
 
@@ -150,18 +161,18 @@ class Encoding:
             if isinstance(seg, int):
                 total += 1
             elif seg and threads == 1:
-                total += self._model.count(_utf8(seg))[0]
+                total += self._model.count(self._bytes(seg))[0]
             elif seg:
                 from .parallel import sharded
 
                 total += sum(sharded(lambda d: self._model.count(d)[0], self._model.shard_cuts,
-                                     _utf8(seg), threads))
+                                     self._bytes(seg), threads))
         return total
 
     def count_till_limit(self, text: str, limit: int) -> int | None:
         """len(encode_ordinary(text)) if it is at most limit, else None; stops encoding as
         soon as the limit is passed."""
-        return self._model.count_limit(_utf8(text), limit)
+        return self._model.count_limit(self._bytes(text), limit)
 
     def split_at(self, text: str, max_tokens: int) -> tuple[int, list[int]]:
         """(i, ids): text[:i] is the longest prefix, cut between characters, after which the
@@ -201,7 +212,7 @@ class Encoding:
         from .parallel import map_slices
 
         def part(texts: Sequence[str]) -> list[list[int]]:  # one C call per slice
-            return self._model.encode_many([_utf8(t) for t in texts])
+            return self._model.encode_many([self._bytes(t) for t in texts])
 
         return map_slices(part, text, [len(t) for t in text], num_threads)
 
@@ -241,7 +252,7 @@ class Encoding:
 
     def pretokenize(self, text: str) -> list[str]:
         """The pieces the pretokenizer cuts text into (ordinary text)."""
-        data = _utf8(text)
+        data = self._bytes(text)
         ends = self._model.pretokenize(data)
         return [data[i:j].decode("utf-8") for i, j in zip([0, *ends], ends)]
 

@@ -63,13 +63,17 @@ def encode_stream(enc: Encoding, chunks: Iterable[str], *,
     model = enc.model
     specials = enc.special_tokens_set
     pending = ""
+    if model.nfc or model.regex_split:
+        # NFC can join characters across any cut, and regex pieces are only known at the end:
+        # these models take the stream whole (the loop below is skipped)
+        pending, chunks = "".join(chunks), []
     retry_at = 0  # with no safe cut found, wait for this much text before trying again
 
     def one(data: bytes, final: bool) -> tuple[list[int] | int, int]:
         return model.count(data, final) if count_only else model.encode(data, final)
 
     def run(seg: str, final: bool) -> tuple[list[int] | int, int]:
-        data = _utf8(seg)
+        data = enc._bytes(seg)
         if jobs <= 1 or len(data) < 2 * SHARD_MIN_BYTES:
             return one(data, final)
         end = len(data) if final else model.shard_cut(data, len(data) - SHARD_MIN_BYTES // 4)

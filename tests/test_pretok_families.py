@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import reference
+from edgetok.compiler import PATTERNS
 from strategies import ALPHABET, any_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,7 +36,7 @@ DIFFERS = frozenset(cp for lo, hi in gen_tables.TIKTOKEN_UNASSIGNED for cp in ra
 
 ENV = {**os.environ, "ASAN_OPTIONS": "exitcode=99:detect_leaks=1",
        "UBSAN_OPTIONS": "halt_on_error=1:exitcode=98:print_stacktrace=1"}
-FAMILIES = ["o200k", "gpt2"]
+FAMILIES = ["o200k", "gpt2", "llama3", "qwen2"]
 CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-Icsrc/include", "-Icsrc"]
 
 
@@ -64,6 +65,9 @@ def patterns() -> dict[str, regex.Pattern]:
         "o200k": regex.compile(op.o200k_base()["pat_str"]),
         "gpt2": regex.compile(op.r50k_pat_str),
         "cl100k": regex.compile(op.cl100k_base()["pat_str"]),
+        # the patterns of Llama-3's and Qwen2's tokenizer.json files
+        "llama3": regex.compile(PATTERNS["llama3"]),
+        "qwen2": regex.compile(PATTERNS["qwen2"]),
     }
 
 
@@ -214,6 +218,20 @@ SUBTLE = {
         ("a \n", ["a", " \n"]),
         ("e\u0301", ["e", "\u0301"]),                  # marks are not \p{L}
         ("1234", ["1234"]),
+    ],
+    "llama3": [
+        ("a \n\n", ["a", " \n\n"]),                  # \s*[\r\n]+ at the end: no \s++$
+        ("a\n  ", ["a", "\n", "  "]),                 # ... then \s+(?!\S) takes the rest
+        ("a\n \n  ", ["a", "\n \n", "  "]),
+        ("x  \t", ["x", "  \t"]),                      # no line break: the whole run
+        ("\n\n\nx", ["\n\n\n", "x"]),
+        ("IT'S", ["IT", "'S"]),
+        ("1234", ["123", "4"]),
+    ],
+    "qwen2": [
+        ("1234", ["1", "2", "3", "4"]),
+        ("a\r\n ", ["a", "\r\n", " "]),
+        (" 12", [" ", "1", "2"]),
     ],
 }
 

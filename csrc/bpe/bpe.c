@@ -31,7 +31,9 @@ ET_ALWAYS_INLINE static inline size_t next_piece(const et_model *m, const uint8_
     switch (m->pretok) {
     case ET_PRETOK_O200K: return et_o200k_next(t, len, i);
     case ET_PRETOK_GPT2: return et_gpt2_next(t, len, i);
-    default: return et_cl100k_next(t, len, i, m->pretok_param);
+    case ET_PRETOK_LLAMA3: return et_cl100k_next(t, len, i, m->pretok_param, 0);
+    case ET_PRETOK_REGEX: return len; /* the caller passes one piece at a time */
+    default: return et_cl100k_next(t, len, i, m->pretok_param, 1);
     }
 }
 
@@ -40,7 +42,8 @@ static inline int safe_cut(const et_model *m, const uint8_t *t, size_t len, size
     switch (m->pretok) {
     case ET_PRETOK_O200K: return et_o200k_safe_cut(t, len, b);
     case ET_PRETOK_GPT2: return et_gpt2_safe_cut(t, len, b);
-    default: return et_cl100k_safe_cut(t, len, b);
+    case ET_PRETOK_REGEX: return 0;
+    default: return et_cl100k_safe_cut(t, len, b); /* the Llama-3 pattern too */
     }
 }
 
@@ -620,7 +623,8 @@ int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned fla
 
 size_t et_shard_cut(const et_model *m, const char *text, size_t len, size_t from)
 {
-    if (!m || !text || from >= len || m->kind != ET_KIND_BPE) return len;
+    if (!m || !text || from >= len || m->kind != ET_KIND_BPE || m->pretok == ET_PRETOK_REGEX)
+        return len;
     return et_cl100k_forced_cut((const uint8_t *)text, len, from, m->pretok == ET_PRETOK_O200K);
 }
 

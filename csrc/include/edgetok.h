@@ -67,7 +67,14 @@ uint32_t et_model_special(const et_model *m, uint32_t i);
 #define ET_PRETOK_CL100K 1u  /* tiktoken's cl100k_base pattern (param: digits per group) */
 #define ET_PRETOK_O200K 2u   /* tiktoken's o200k_base pattern */
 #define ET_PRETOK_GPT2 3u    /* the GPT-2 / r50k_base / p50k_base pattern */
+#define ET_PRETOK_LLAMA3 4u  /* the older cl100k pattern of Llama-3, Qwen2 and tokenizer.json
+                                files (\s*[\r\n]+ instead of \s++$; param: digits per group) */
+#define ET_PRETOK_REGEX 5u   /* none in C: the caller cuts pieces with the recorded pattern and
+                                passes one piece per text (et_encode_batch); budgets don't apply */
 uint32_t et_model_pretok(const et_model *m, uint32_t *param);
+
+/* Whether text must be in Unicode NFC before encoding (the caller normalises; C does not). */
+int et_model_nfc(const et_model *m);
 
 /* How the model's memory is backed: "mmap", "hugetlb", "thp", "heap" or "buffer". */
 const char *et_model_backing(const et_model *m);
@@ -190,14 +197,16 @@ int et_decode(const et_model *m, const uint32_t *ids, size_t n,
 
 /* ---- compiling ----------------------------------------------------------------------- */
 
-/* Builds an .etok BPE model where rank == id (tiktoken files). Token i has bytes
+/* Builds an .etok BPE model where rank == id (tiktoken files; imported merges are checked to
+ * follow id order). Token i has bytes
  * bytes[off[i]..off[i+1]) and id ids[i]; specials likewise (sbytes, soff, sids, ns).
  * Every single byte must be a token; ids must be unique and < 2^31. pattern is stored for
- * information. On success *out is a malloc'd image of *out_len bytes (free with et_free). */
+ * information; flags: ET_COMPILE_NFC (text is NFC-normalised first). On success *out is a malloc'd image of *out_len bytes (free with et_free). */
 int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, uint32_t n,
                    const char *sbytes, const uint32_t *soff, const uint32_t *sids, uint32_t ns,
-                   uint32_t pretok, uint32_t pretok_param, const char *pattern,
+                   uint32_t pretok, uint32_t pretok_param, uint32_t flags, const char *pattern,
                    uint8_t **out, size_t *out_len);
+#define ET_COMPILE_NFC 1u
 
 /* Compiles a SentencePiece Unigram model: n pieces (bytes[off[i]..off[i+1]), id i), their
  * scores and types (1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte), the

@@ -127,7 +127,7 @@ static size_t align64(size_t x) { return (x + 63u) & ~(size_t)63u; }
 
 /* What a model family adds to the common image: extra sections, and byte ids. */
 typedef struct {
-    uint32_t kind, pretok, pretok_param;
+    uint32_t kind, pretok, pretok_param, flags;
     const char *pattern;             /* BPE */
     const uint32_t *byteids;         /* unigram: <0xNN> pieces; BPE: NULL (single-byte tokens) */
     const void *data[ET_NSEC];       /* unigram: SCORES, TYPES, UPARAM, CHARSMAP */
@@ -242,7 +242,7 @@ static int compile_image(const uint8_t *bytes, const uint32_t *off, const uint32
                                (uint32_t *)(img + h.sec[ET_SEC_TNODE].off));
         et_model_close(m);
         if (ok < 0) { rc = ET_E_NOMEM; goto done; }
-        h.flags = ok ? ET_FLAG_BACKTRACK : 0;
+        h.flags = x->flags | (ok ? ET_FLAG_BACKTRACK : 0);
         memcpy(img, &h, sizeof h);
     }
     h.checksum = et_image_checksum(img, pos);
@@ -262,16 +262,19 @@ done:
 
 int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, uint32_t n,
                    const char *sbytes, const uint32_t *soff, const uint32_t *sids, uint32_t ns,
-                   uint32_t pretok, uint32_t pretok_param, const char *pattern,
+                   uint32_t pretok, uint32_t pretok_param, uint32_t flags, const char *pattern,
                    uint8_t **out, size_t *out_len)
 {
     if (!out || !out_len || !pattern || (n && (!bytes || !off || !ids)) ||
         (ns && (!sbytes || !soff || !sids)) || n > 0x7FFFFFFFu)
         return ET_E_ARG;
-    if (pretok != ET_PRETOK_CL100K && pretok != ET_PRETOK_O200K && pretok != ET_PRETOK_GPT2)
+    if (pretok < ET_PRETOK_CL100K || pretok > ET_PRETOK_REGEX || (flags & ~ET_COMPILE_NFC))
         return ET_E_ARG;
-    if (pretok == ET_PRETOK_CL100K && (pretok_param < 1 || pretok_param > 9)) return ET_E_ARG;
-    extra x = {ET_KIND_BPE, pretok, pretok_param, pattern, NULL, {0}, {0}};
+    if ((pretok == ET_PRETOK_CL100K || pretok == ET_PRETOK_LLAMA3) &&
+        (pretok_param < 1 || pretok_param > 9))
+        return ET_E_ARG;
+    extra x = {ET_KIND_BPE, pretok, pretok_param, flags & ET_COMPILE_NFC ? ET_FLAG_NFC : 0u,
+               pattern, NULL, {0}, {0}};
     return compile_image((const uint8_t *)bytes, off, ids, n, (const uint8_t *)sbytes, soff, sids,
                          ns, &x, out, out_len);
 }
@@ -333,7 +336,7 @@ int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const
         }
     }
     if (rc == ET_OK) {
-        extra x = {ET_KIND_UNIGRAM, ET_PRETOK_NONE, 0, unk_surface, byteids, {0}, {0}};
+        extra x = {ET_KIND_UNIGRAM, ET_PRETOK_NONE, 0, 0, unk_surface, byteids, {0}, {0}};
         x.data[ET_SEC_SCORES] = scores;
         x.size[ET_SEC_SCORES] = (size_t)n * 4;
         x.data[ET_SEC_TYPES] = types;

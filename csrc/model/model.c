@@ -87,10 +87,9 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
     if (h->version != ET_FORMAT_VERSION) return ET_E_VERSION;
     if (h->header_size != sizeof(et_header) || h->file_size != size) return ET_E_FORMAT;
     if (h->kind == ET_KIND_BPE) {
-        if (h->pretok != ET_PRETOK_CL100K && h->pretok != ET_PRETOK_O200K &&
-            h->pretok != ET_PRETOK_GPT2)
-            return ET_E_VERSION;
-        if (h->pretok == ET_PRETOK_CL100K && (h->pretok_param < 1 || h->pretok_param > 9))
+        if (h->pretok < ET_PRETOK_CL100K || h->pretok > ET_PRETOK_REGEX) return ET_E_VERSION;
+        if ((h->pretok == ET_PRETOK_CL100K || h->pretok == ET_PRETOK_LLAMA3) &&
+            (h->pretok_param < 1 || h->pretok_param > 9))
             return ET_E_FORMAT;
     } else if (h->kind == ET_KIND_UNIGRAM) {
         if (h->pretok != ET_PRETOK_NONE) return ET_E_VERSION;
@@ -301,6 +300,7 @@ const char *et_model_backing(const et_model *m) { return backing_names[m->backin
 size_t et_model_size(const et_model *m) { return m->size; }
 uint32_t et_model_max_token_len(const et_model *m) { return m->max_token_len; }
 int et_model_backtracks(const et_model *m) { return (m->flags & ET_FLAG_BACKTRACK) != 0; }
+int et_model_nfc(const et_model *m) { return (m->flags & ET_FLAG_NFC) != 0; }
 uint32_t et_model_kind(const et_model *m) { return m->kind; }
 
 size_t et_encode_bound(const et_model *m, size_t len)

@@ -39,6 +39,7 @@
 #define ET_KIND_BPE 1u
 #define ET_KIND_UNIGRAM 2u
 #define ET_FLAG_BACKTRACK 1u
+#define ET_FLAG_NFC 2u /* text is NFC-normalised before encoding (by the caller) */
 
 /* Unigram (SentencePiece) models: piece types, as in sentencepiece_model.proto */
 enum { ET_SP_NORMAL = 1, ET_SP_UNKNOWN = 2, ET_SP_CONTROL = 3, ET_SP_USER_DEFINED = 4,

@@ -15,6 +15,10 @@
  * Each character is decoded a bounded number of times, so time is linear in the text.
  *
  * `maxdig` is the longest digit group (3 for cl100k, 1 for models that split every digit).
+ * `eot` selects tiktoken's current whitespace rule (\s++$|\s*[\r\n]|\s+(?!\S)|\s); without
+ * it, the older \s*[\r\n]+|\s+(?!\S)|\s+ that Llama-3, Qwen2 and tokenizer.json files ship,
+ * which differs only at the end of the text: trailing whitespace holding a line break ends
+ * a piece after its last line break instead of running to the end.
  */
 #ifndef ET_PRETOK_CL100K_H
 #define ET_PRETOK_CL100K_H
@@ -125,8 +129,9 @@ ET_ALWAYS_INLINE static inline size_t et_cl_run(const uint8_t *t, size_t len, si
     }
 }
 
-/* \s++$ | \s*[\r\n] | \s+(?!\S) | \s, for a piece starting with whitespace at i. */
-static inline size_t et_cl_space(const uint8_t *t, size_t len, size_t i)
+/* \s++$ | \s*[\r\n] | \s+(?!\S) | \s, for a piece starting with whitespace at i (eot: the
+ * first alternative exists). */
+static inline size_t et_cl_space(const uint8_t *t, size_t len, size_t i, int eot)
 {
     size_t k = i, last = i, nl_end = 0, nchars = 0;
     while (k < len) {
@@ -138,8 +143,9 @@ static inline size_t et_cl_space(const uint8_t *t, size_t len, size_t i)
         k += n;
         nchars++;
     }
-    if (k == len) return len;   /* \s++$ */
+    if (k == len && eot) return len; /* \s++$ */
     if (nl_end) return nl_end;  /* \s*[\r\n]: up to the last newline of the run */
+    if (k == len) return len;   /* \s+(?!\S) at the end of the text */
     if (nchars >= 2) return last; /* \s+(?!\S): all but the last whitespace character */
     return k;                   /* \s */
 }
@@ -172,7 +178,8 @@ static inline size_t et_cl_contraction(const uint8_t *t, size_t len, size_t j)
 }
 
 /* End of the piece that starts at i (i < len). */
-ET_ALWAYS_INLINE static inline size_t et_cl100k_next(const uint8_t *t, size_t len, size_t i, unsigned maxdig)
+ET_ALWAYS_INLINE static inline size_t et_cl100k_next(const uint8_t *t, size_t len, size_t i,
+                                                     unsigned maxdig, int eot)
 {
     size_t n0, n1 = 0;
     unsigned c0 = et_cl_cat(t, len, i, &n0);
@@ -197,7 +204,7 @@ ET_ALWAYS_INLINE static inline size_t et_cl100k_next(const uint8_t *t, size_t le
     case B_SPACE_PUNCT:
         return et_cl_run(t, len, et_cl_run(t, len, j + n1, M_PUNCT), M_NEWLINE);
     case B_SPACE:
-        return et_cl_space(t, len, i);
+        return et_cl_space(t, len, i, eot);
     default: { /* B_APOS */
         size_t e = et_cl_contraction(t, len, j);
         if (e) return e;

@@ -9,7 +9,8 @@
  *   pretok_check -b N FAMILY [FILE]
  *       the scan repeated N times: pieces, bytes, bytes per second.
  *
- * FAMILY is cl100k (et_cl100k_next, at most 3 digits a piece), o200k or gpt2.
+ * FAMILY is cl100k (et_cl100k_next, at most 3 digits a piece), o200k, gpt2, llama3 (the older
+ * cl100k pattern) or qwen2 (llama3 with one digit a piece).
  * Exit status: 0 ok, 1 an I/O or memory error, 2 usage. */
 #include <stdint.h>
 #include <stdio.h>
@@ -21,12 +22,14 @@
 #include "pretok/gpt2.h"
 #include "pretok/o200k.h"
 
-enum { F_CL100K, F_O200K, F_GPT2 };
+enum { F_CL100K, F_O200K, F_GPT2, F_LLAMA3, F_QWEN2 };
 
 static size_t next_piece(int fam, const uint8_t *t, size_t len, size_t i)
 {
     switch (fam) {
-    case F_CL100K: return et_cl100k_next(t, len, i, 3);
+    case F_CL100K: return et_cl100k_next(t, len, i, 3, 1);
+    case F_LLAMA3: return et_cl100k_next(t, len, i, 3, 0);
+    case F_QWEN2: return et_cl100k_next(t, len, i, 1, 0);
     case F_O200K: return et_o200k_next(t, len, i);
     default: return et_gpt2_next(t, len, i);
     }
@@ -35,7 +38,7 @@ static size_t next_piece(int fam, const uint8_t *t, size_t len, size_t i)
 static int safe_cut(int fam, const uint8_t *t, size_t len, size_t b)
 {
     switch (fam) {
-    case F_CL100K: return et_cl100k_safe_cut(t, len, b);
+    case F_CL100K: case F_LLAMA3: case F_QWEN2: return et_cl100k_safe_cut(t, len, b);
     case F_O200K: return et_o200k_safe_cut(t, len, b);
     default: return et_gpt2_safe_cut(t, len, b);
     }
@@ -53,7 +56,9 @@ NOINLINE static size_t count_pieces(int fam, const uint8_t *t, size_t len)
 {
     size_t n = 0, i = 0;
     switch (fam) {
-    case F_CL100K: for (; i < len; n++) i = et_cl100k_next(t, len, i, 3); break;
+    case F_CL100K: for (; i < len; n++) i = et_cl100k_next(t, len, i, 3, 1); break;
+    case F_LLAMA3: for (; i < len; n++) i = et_cl100k_next(t, len, i, 3, 0); break;
+    case F_QWEN2: for (; i < len; n++) i = et_cl100k_next(t, len, i, 1, 0); break;
     case F_O200K: for (; i < len; n++) i = et_o200k_next(t, len, i); break;
     default: for (; i < len; n++) i = et_gpt2_next(t, len, i); break;
     }
@@ -123,6 +128,8 @@ int main(int argc, char **argv)
     if (strcmp(argv[a], "cl100k") == 0) fam = F_CL100K;
     else if (strcmp(argv[a], "o200k") == 0) fam = F_O200K;
     else if (strcmp(argv[a], "gpt2") == 0) fam = F_GPT2;
+    else if (strcmp(argv[a], "llama3") == 0) fam = F_LLAMA3;
+    else if (strcmp(argv[a], "qwen2") == 0) fam = F_QWEN2;
     else return usage();
     FILE *f = argc - a == 2 ? fopen(argv[a + 1], "rb") : stdin;
     if (!f) { perror(argv[a + 1]); return 1; }

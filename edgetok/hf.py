@@ -1,0 +1,165 @@
+"""Import byte-level BPE models: Hugging Face tokenizer.json files and llama.cpp GGUF files.
+
+Both describe GPT-2 style BPE: tokens spelled in the byte-to-unicode alphabet, a merge list,
+a pretokenizer (one or more regexes applied in turn, each match and each gap a piece) and
+added tokens. edgetok's BPE is tiktoken's (the lowest-ranked token made by any adjacent pair
+merges first), with ids as ranks; that equals applying the merge list when the merges come
+in the order of the ids of the tokens they make, which is checked here. Known patterns get
+their regex-free pretokenizer; any other runs through the `regex` module in Python.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ._ffi import ModelError, compile_bpe
+from .compiler import PATTERNS
+
+# the GPT-2 pattern as tokenizer.json's ByteLevel pre-tokenizer runs it (same pieces as
+# tiktoken's r50k pattern, PATTERNS["gpt2"])
+HF_GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+# single patterns that a regex-free pretokenizer reproduces exactly
+KNOWN = {HF_GPT2_PATTERN: "gpt2", **{p: name for name, p in PATTERNS.items()}}
+# llama.cpp's pre-tokenizer names (tokenizer.ggml.pre): the regexes the model's tokenizer.json
+# applies, and whether it normalises to NFC first
+GGUF_PRE = {
+    "gpt-2": ([HF_GPT2_PATTERN], False),
+    "mpt": ([HF_GPT2_PATTERN], True),
+    "llama-bpe": ([PATTERNS["llama3"]], False),
+    "llama3": ([PATTERNS["llama3"]], False),
+    "qwen2": ([PATTERNS["qwen2"]], True),
+    "starcoder": ([r"\p{N}", HF_GPT2_PATTERN], False),
+    "refact": ([r"\p{N}", HF_GPT2_PATTERN], False),
+}
+
+
+def _byte_alphabet() -> dict[str, int]:
+    """GPT-2's byte-to-unicode map, inverted: the character that stands for each byte."""
+    keep = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            chars[chr(b)] = b
+        else:
+            chars[chr(256 + extra)] = b
+            extra += 1
+    return chars
+
+
+def _unbyte(token: str, alphabet: dict[str, int], source: str) -> bytes:
+    try:
+        return bytes(alphabet[c] for c in token)
+    except KeyError:
+        raise ModelError(f"{source}: token {token!r} is not spelled in the byte-level alphabet "
+                         "(only byte-level BPE models can be imported)") from None
+
+
+def compile_byte_level(vocab: list[tuple[str, int]], merges: list[tuple[str, str]],
+                       added: list[tuple[bytes, int]], patterns: list[str], nfc: bool,
+                       source: str) -> bytes:
+    """An .etok image of a byte-level BPE model: vocab as (byte-level token, id), merges in
+    priority order, added tokens as (text, id), the pretokenizer regexes applied in turn."""
+    ids = dict(vocab)
+    added_ids = {i for _, i in added}
+    last = -1
+    seen: set[str] = set()
+    for a, b in merges:
+        t = a + b
+        if t in seen:
+            continue  # a later merge making the same token: tiktoken's rank order covers it
+        seen.add(t)
+        i = ids.get(t)
+        if i is None or a not in ids or b not in ids:
+            raise ModelError(f"{source}: merge {a!r} + {b!r} makes no token of the vocabulary")
+        if i < last:
+            raise ModelError(f"{source}: the merges are not in the order of the ids of the "
+                             f"tokens they make ({t!r}, id {i}, comes after id {last}); "
+                             "such models are not supported yet")
+        last = i
+    alphabet = _byte_alphabet()
+    tokens = [(_unbyte(t, alphabet, source), i) for t, i in vocab if i not in added_ids]
+    if len(patterns) == 1 and patterns[0] in KNOWN:
+        family, pattern = KNOWN[patterns[0]], patterns[0]
+    else:
+        family, pattern = "regex", json.dumps(patterns)
+    return compile_bpe(tokens, added, pattern, family, nfc)
+
+
+def _splits(pre: dict[str, Any] | None, source: str) -> list[str]:
+    """The regexes of a tokenizer.json pre_tokenizer, applied in turn."""
+    if pre is None:
+        raise ModelError(f"{source}: no pre_tokenizer (byte-level BPE needs one)")
+    kind = pre.get("type")
+    if kind == "Sequence":
+        return [p for sub in pre.get("pretokenizers", []) for p in _splits(sub, source)]
+    if kind == "ByteLevel":
+        if pre.get("add_prefix_space"):
+            raise ModelError(f"{source}: ByteLevel add_prefix_space is not supported")
+        return [HF_GPT2_PATTERN] if pre.get("use_regex", True) else []
+    if kind == "Split":
+        pat = pre.get("pattern", {})
+        if pre.get("behavior") != "Isolated" or pre.get("invert"):
+            raise ModelError(f"{source}: Split with behavior {pre.get('behavior')!r} "
+                             f"(invert={pre.get('invert')}) is not supported")
+        if "Regex" in pat:
+            return [pat["Regex"]]
+        import regex
+
+        return [regex.escape(pat["String"])]
+    if kind == "Digits":
+        return [r"\p{N}" if pre.get("individual_digits") else r"\p{N}+"]
+    raise ModelError(f"{source}: pre-tokenizer {kind!r} is not supported")
+
+
+def _nfc(norm: dict[str, Any] | None, source: str) -> bool:
+    if norm is None:
+        return False
+    if norm.get("type") == "NFC":
+        return True
+    if norm.get("type") == "Sequence" and not norm.get("normalizers"):
+        return False
+    raise ModelError(f"{source}: normalizer {norm.get('type')!r} is not supported")
+
+
+def read_tokenizer_json(path: str | Path) -> bytes:
+    """Compile a Hugging Face tokenizer.json holding a byte-level BPE model."""
+    source = str(path)
+    try:
+        spec = json.loads(Path(path).read_text(encoding="utf-8"))
+        model = spec["model"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ModelError(f"{source}: not a tokenizer.json ({e})") from None
+    if model.get("type") != "BPE":
+        raise ModelError(f"{source}: model type {model.get('type')!r}; only BPE is supported")
+    merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m)
+              for m in model.get("merges", [])]
+    added = [(t["content"].encode(), int(t["id"])) for t in spec.get("added_tokens") or []]
+    vocab = [(t, int(i)) for t, i in model["vocab"].items()]
+    return compile_byte_level(vocab, merges, added, _splits(spec.get("pre_tokenizer"), source),
+                              _nfc(spec.get("normalizer"), source), source)
+
+
+def read_gguf(path: str | Path) -> bytes:
+    """Compile the tokenizer of a GGUF file (llama.cpp) holding a byte-level BPE vocabulary."""
+    from .gguf import read_metadata
+
+    source = str(path)
+    md = read_metadata(path)
+    kind = md.get("tokenizer.ggml.model", b"").decode()
+    if kind != "gpt2":
+        what = "SentencePiece" if kind in ("llama", "t5") else repr(kind)
+        raise ModelError(f"{source}: {what} vocabularies in GGUF files are not supported yet "
+                         "(byte-level BPE ones are)")
+    pre = md.get("tokenizer.ggml.pre", b"default").decode()
+    if pre not in GGUF_PRE:
+        raise ModelError(f"{source}: pre-tokenizer {pre!r} is not supported "
+                         f"(known: {', '.join(sorted(GGUF_PRE))})")
+    patterns, nfc = GGUF_PRE[pre]
+    toks = [t.decode("utf-8") for t in md["tokenizer.ggml.tokens"]]
+    types = md.get("tokenizer.ggml.token_type") or [1] * len(toks)
+    merges = [tuple(m.decode("utf-8").split(" ", 1)) for m in md.get("tokenizer.ggml.merges", [])]
+    # control (3) and user-defined (4) tokens are spelled as plain text, not in byte-level form
+    added = [(t.encode(), i) for i, t in enumerate(toks) if types[i] in (3, 4)]
+    vocab = [(t, i) for i, t in enumerate(toks) if types[i] not in (3, 4)]
+    return compile_byte_level(vocab, merges, added, patterns, nfc, source)
