@@ -34,7 +34,8 @@ def load_encoding(encoding: str, model: str | None) -> "edgetok.Encoding":
 
 def model_options(f):  # type: ignore[no-untyped-def]
     f = click.option("-m", "--model", metavar="PATH",
-                     help="An .etok model or a tiktoken vocabulary file (instead of --encoding).")(f)
+                     help="An .etok model, or a GGUF, tokenizer.json, SentencePiece .model or tiktoken "
+                     "file compiled in memory (instead of --encoding).")(f)
     f = click.option("-e", "--encoding", default="cl100k_base", show_default=True,
                      help="Built-in encoding (see `edgetok info --list`).")(f)
     return f
@@ -394,19 +395,26 @@ def chunk(file: str, max_tokens: int, overlap: int, boundary: str, fmt: str, enc
 @click.option("-o", "--output", required=True, metavar="X.etok", help="The model file to write.")
 @click.option("--special", "specials", multiple=True, metavar="TOKEN=ID",
               help="A special token and its id (repeatable), e.g. '<|endoftext|>=100257'.")
-@click.option("--pretokenizer", type=click.Choice(["cl100k", "o200k", "gpt2"]), default="cl100k",
-              show_default=True, help="How tiktoken vocabularies split text: the cl100k_base, "
-              "o200k_base or GPT-2 (r50k/p50k) pattern, regex-free.")
+@click.option("--pretokenizer", type=click.Choice(["cl100k", "o200k", "gpt2", "llama3", "qwen2"]),
+              default="cl100k", show_default=True,
+              help="How tiktoken vocabularies split text, regex-free: the pattern of cl100k_base, "
+              "o200k_base, GPT-2 (r50k/p50k), Llama-3 (the older cl100k one) or Qwen2 (Llama-3's "
+              "with one digit a piece). GGUF and tokenizer.json files name their own.")
 def compile_(vocab: str, output: str, specials: tuple[str, ...], pretokenizer: str) -> None:
     """Compile a vocabulary into an .etok model, for --model on every command and
-    edgetok.load(): a tiktoken file (base64 token and rank per line; gzip is fine), or a
-    SentencePiece Unigram .model (XLM-R, T5, ALBERT and their fine-tunes).
+    edgetok.load(): a tiktoken file (base64 token and rank per line; gzip is fine), a GGUF
+    model file or a Hugging Face tokenizer.json with byte-level BPE (GPT-2, Llama-3, Qwen2
+    and the like; other pre-tokenizer patterns run through the `regex` module), or a
+    SentencePiece Unigram .model (XLM-R, T5, ALBERT and their fine-tunes). --model also takes
+    these files directly, compiling them in memory on each run.
 
     \b
     Example:
       edgetok compile my.tiktoken -o my.etok --special '<|endoftext|>=100257'
+      edgetok compile Meta-Llama-3-8B.Q4_K_M.gguf -o llama3.etok
+      edgetok compile Qwen2.5-7B/tokenizer.json -o qwen.etok
       edgetok compile spiece.model -o spiece.etok
-      edgetok encode --model my.etok notes.txt
+      edgetok encode --model llama3.etok notes.txt
     """
     from edgetok.compiler import compile_source
 
@@ -453,9 +461,15 @@ def info(encoding: str, model: str | None, list_: bool, verify: bool, as_json: b
         d["algorithm"] = ("SentencePiece Unigram: precompiled-charsmap normaliser, Viterbi over "
                           "piece scores, byte fallback as the model says")
     else:
-        d["pretokenizer"] = {1: f"Peek2 cl100k (regex-free, digit groups of {m.pretok_param})",
-                             2: "o200k (regex-free)", 3: "GPT-2 / r50k (regex-free)"}.get(
-                                 m.pretok, f"kind {m.pretok}")
+        d["pretokenizer"] = {
+            1: f"Peek2 cl100k (regex-free, digit groups of {m.pretok_param})",
+            2: "o200k (regex-free)", 3: "GPT-2 / r50k (regex-free)",
+            4: f"Llama-3 / older cl100k (regex-free, digit groups of {m.pretok_param})",
+            5: "the `regex` module in Python, the patterns applied in turn (no regex-free "
+               "pretokenizer covers them; token budgets are not available)",
+        }.get(m.pretok, f"kind {m.pretok}")
+        if m.nfc:
+            d["normalizer"] = "NFC (applied in Python before encoding)"
         d["pattern"] = m.pattern
         d["bpe"] = "exact merges; long pieces: " + ("linear backtracking" if m.backtracks else
                                                    "heap (tokens not all reachable by merges)")
@@ -468,6 +482,12 @@ def info(encoding: str, model: str | None, list_: bool, verify: bool, as_json: b
     if as_json:
         click.echo(json.dumps(d, indent=2, ensure_ascii=False))
     else:
+        sp = d["special_tokens"]
+        assert isinstance(sp, dict)
+        if len(sp) > 12:  # Qwen2's and Llama-3's hundreds of reserved tokens: a sample
+            items = list(sp.items())
+            d["special_tokens"] = (", ".join(f"{k!r}: {v}" for k, v in items[:6]) +
+                                   f", ... ({len(sp)} in all; --json lists them)")
         for k, v in d.items():
             click.echo(f"{k + ':':<16} {v}")
     if verify and d["checksum"] != "ok":

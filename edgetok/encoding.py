@@ -59,8 +59,12 @@ class Encoding:
                     special_tokens[b.decode("utf-8", "replace")] = i
         self._special_tokens = special_tokens
         self._pat_str = model.pattern
-        # a substring every special token starts with: text without it holds none of them
-        self._marker = "<|" if special_tokens and all(t.startswith("<|") for t in special_tokens) else None
+        # the first two characters of the special tokens, when few: text holding none of
+        # them holds no special token, which one scan each tells
+        heads = {t[:2] for t in special_tokens}
+        self._heads = tuple(heads) if len(heads) <= 4 else None
+        self._starts = None  # see _present
+        self._lens: dict[str, list[int]] = {}
         self.max_token_value = model.n_vocab - 1
         self._nfc = model.nfc  # the model's normaliser: NFC (Qwen2's tokenizer.json) or none
 
@@ -93,9 +97,32 @@ class Encoding:
         """Ids of text, with special tokens treated as ordinary text."""
         return self._model.encode(self._bytes(text))[0]
 
+    def _present(self, text: str) -> set[str]:
+        """The special tokens that occur in text (overlapping ones too): a scan for the
+        characters they start with, then a dictionary lookup per length at those places."""
+        if self._starts is None:
+            import re
+
+            lens: dict[str, set[int]] = {}
+            for t in self._special_tokens:
+                lens.setdefault(t[:1], set()).add(len(t))
+            self._lens = {c: sorted(v) for c, v in lens.items()}
+            self._starts = re.compile("[" + "".join(re.escape(c) for c in lens) + "]")
+        sp, lens_by = self._special_tokens, self._lens
+        return {text[p:p + n] for m in self._starts.finditer(text)
+                for p in (m.start(),) for n in lens_by[text[p]] if text[p:p + n] in sp}
+
+    def _may_hold_special(self, text: str) -> bool:
+        if not self._special_tokens:
+            return False
+        return self._heads is None or any(h in text for h in self._heads)
+
     def _segments(self, text: str, allowed_special: "Literal['all'] | AbstractSet[str]",
                   disallowed_special: "Literal['all'] | Collection[str]") -> Iterator[str | int]:
         """text cut into ordinary segments (str) and special token ids (int), as tiktoken."""
+        if not self._may_hold_special(text):
+            yield text
+            return
         if allowed_special == "all":
             allowed = frozenset(self._special_tokens)
         else:
@@ -104,11 +131,13 @@ class Encoding:
             disallowed = frozenset(self._special_tokens) - allowed
         else:
             disallowed = frozenset(disallowed_special)
+        present = self._present(text)
         if disallowed:
-            found = [(i, -len(t), t) for t in disallowed if (i := text.find(t)) >= 0]
+            found = [(i, -len(t), t) for t in disallowed
+                     if (t in present or t not in self._special_tokens) and (i := text.find(t)) >= 0]
             if found:
                 _raise_disallowed(min(found)[2])
-        allowed = frozenset(t for t in allowed if t in self._special_tokens and t in text)
+        allowed = frozenset(t for t in allowed if t in present)
         if not allowed:
             yield text
             return
@@ -125,7 +154,7 @@ class Encoding:
         """Ids of text. Special tokens in allowed_special become their ids; any other special
         token found in the text raises ValueError unless disallowed_special excludes it."""
         if (not allowed_special and disallowed_special == "all"
-                and (not self._special_tokens or (self._marker and self._marker not in text))):
+                and not self._may_hold_special(text)):
             return self._model.encode(self._bytes(text))[0]
         return self._encode(text, allowed_special, disallowed_special, 1)
 

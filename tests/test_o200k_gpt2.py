@@ -1,4 +1,5 @@
-"""The o200k_base encoding and the GPT-2 pretokenizer, end to end against tiktoken: encode,
+"""The o200k_base, r50k_base and p50k_base encodings and the GPT-2 pretokenizer, end to end
+against tiktoken: encode,
 streaming cuts, parallel shards, token budgets."""
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ def test_shards_and_streaming_cuts(o2, text):  # type: ignore[no-untyped-def]
     enc, ref = o2
     want = ref.encode_ordinary(text * 3)
     with mock.patch.object(parallel, "SHARD_MIN_BYTES", 8), mock.patch.object(parallel, "cores", lambda: 8):
-        assert enc.encode_parallel(text * 3) == want
+        assert enc.encode_parallel(text * 3, disallowed_special=()) == want
     c = enc.counter()
     data = (text * 3).encode()
     for k in range(0, len(data), 5):
@@ -124,3 +125,33 @@ def test_gpt2_generated(gpt2_small, text):  # type: ignore[no-untyped-def]
     for k in range(0, len(data), 3):
         c.append(data[k:k + 3])
     assert c.count == len(ref.encode_ordinary(text))
+
+
+@pytest.fixture(scope="module", params=["r50k_base", "p50k_base"])
+def gpt2_family(request):  # type: ignore[no-untyped-def]
+    if request.param not in edgetok.list_encodings():
+        pytest.fail(f"{request.param} was not built (the openai-whisper sdist could not be had)")
+    return edgetok.get_encoding(request.param), reference.tiktoken_encoding(request.param)
+
+
+def test_gpt2_builtin_real_text(gpt2_family, corpora):  # type: ignore[no-untyped-def]
+    enc, ref = gpt2_family
+    assert (enc.n_vocab, enc.eot_token, enc.special_tokens_set) == (
+        ref.n_vocab, ref.eot_token, ref.special_tokens_set)
+    for kind, text in corpora.items():
+        assert enc.encode_ordinary(text) == ref.encode_ordinary(text), kind
+    code = "def f(x):\n" + " " * 24 + "return x  \n\n"  # p50k's space-run tokens
+    assert enc.encode(code) == ref.encode(code)
+    text = "a<|endoftext|>b"
+    assert enc.encode(text, allowed_special="all") == ref.encode(text, allowed_special="all")
+
+
+@given(st.one_of(texts, st.text(st.sampled_from("'sSlLvVrRdDmMtT \n\t!a1\u017f\u00e9"), max_size=40)))
+@settings(max_examples=500, deadline=None)
+def test_gpt2_builtin_generated(gpt2_family, text):  # type: ignore[no-untyped-def]
+    enc, ref = gpt2_family
+    text = "".join(c for c in text if ord(c) not in DIFFERS)
+    want = ref.encode_ordinary(text)
+    assert enc.encode_ordinary(text) == want
+    i, ids = enc.split_at(text, 7)
+    assert ref.encode_ordinary(text[:i]) == ids == want[: len(ids)]

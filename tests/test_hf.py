@@ -1,0 +1,192 @@
+"""Byte-level BPE models imported from GGUF files and Hugging Face tokenizer.json files.
+
+References: the test strings and the ids Hugging Face produced that ship next to llama.cpp's
+vocab GGUFs (in the llama-cpp-python sdist, fetched once into the cache), and the `tokenizers`
+package itself, run on tokenizer.json files built from those vocabularies, on real and
+generated text. The regex fallback (a pattern no regex-free pretokenizer covers) is checked
+the same way.
+"""
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import edgetok
+from edgetok._ffi import ModelError
+from edgetok.gguf import read_metadata
+from edgetok.hf import HF_GPT2_PATTERN
+from strategies import texts
+
+LLAMA_CPP = ("llama-cpp-python", "0.3.36")
+NAMES = ["gpt-2", "llama-bpe", "qwen2"]
+# the regex-free pretokenizer each GGUF must get (ET_PRETOK_*: 3 GPT-2, 4 Llama-3 family)
+PRETOK = {"gpt-2": 3, "llama-bpe": 4, "qwen2": 4}
+
+
+@pytest.fixture(scope="session")
+def vocab() -> dict[str, str]:
+    from edgetok.fetch import sdist_members
+
+    files = [f"models/ggml-vocab-{n}.gguf{x}" for n in NAMES for x in ("", ".inp", ".out")]
+    try:
+        got = sdist_members(*LLAMA_CPP, files)
+    except RuntimeError as e:
+        pytest.fail(f"the reference vocabularies are not available: {e}")
+    return {n: str(got[f"models/ggml-vocab-{n}.gguf"]) for n in NAMES} | {
+        f"{n}{x}": str(got[f"models/ggml-vocab-{n}.gguf{x}"]) for n in NAMES for x in (".inp", ".out")}
+
+
+@pytest.fixture(scope="session")
+def gguf_enc(vocab):  # type: ignore[no-untyped-def]
+    return {n: edgetok.load(vocab[n]) for n in NAMES}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reference_strings(vocab, gguf_enc, name):  # type: ignore[no-untyped-def]
+    enc = gguf_enc[name]
+    assert enc.model.pretok == PRETOK[name] and not enc.model.regex_split
+    with open(vocab[name + ".inp"], encoding="utf-8") as f:
+        inputs = f.read().split("\n__ggml_vocab_test__\n")
+    with open(vocab[name + ".out"]) as f:
+        outputs = f.read().split("\n")
+    assert len(inputs) > 40
+    for text, want in zip(inputs, outputs):
+        assert enc.encode(text, allowed_special="all") == [int(x) for x in want.split()], text
+        assert enc.decode(enc.encode(text, allowed_special="all")) == text
+
+
+def tokenizer_json(path: str, splits: list[dict] | None = None, nfc: bool = False) -> str:  # type: ignore[type-arg]
+    """A tokenizer.json for the byte-level BPE vocabulary of a GGUF file, pretokenized by the
+    given pre-tokenizers (default: the model's own pattern) then ByteLevel."""
+    from edgetok.hf import GGUF_PRE
+
+    md = read_metadata(path)
+    toks = [t.decode() for t in md["tokenizer.ggml.tokens"]]
+    types = md["tokenizer.ggml.token_type"]
+    pre = md["tokenizer.ggml.pre"].decode()
+    if splits is None:
+        patterns, nfc = GGUF_PRE[pre]
+        splits = [{"type": "Split", "pattern": {"Regex": p}, "behavior": "Isolated",
+                   "invert": False} for p in patterns]
+    return json.dumps({
+        "version": "1.0",
+        "added_tokens": [{"id": i, "content": t, "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": False, "special": True}
+                         for i, t in enumerate(toks) if types[i] in (3, 4)],
+        "normalizer": {"type": "NFC"} if nfc else None,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [*splits, {
+            "type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+            "use_regex": False}]},
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                    "use_regex": False},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                  "fuse_unk": False, "byte_fallback": False, "ignore_merges": pre == "llama-bpe",
+                  "vocab": {t: i for i, t in enumerate(toks)},
+                  "merges": [m.decode().split(" ", 1) for m in md["tokenizer.ggml.merges"]]},
+    })
+
+
+def pair(vocab, tmp_path_factory, name: str, splits=None):  # type: ignore[no-untyped-def]
+    """(edgetok from a tokenizer.json file, tokenizers from the same file)."""
+    from tokenizers import Tokenizer
+
+    spec = tokenizer_json(vocab[name], splits)
+    f = tmp_path_factory.mktemp("hf") / "tokenizer.json"
+    f.write_text(spec)
+    return edgetok.load(f), Tokenizer.from_str(spec)
+
+
+@pytest.fixture(scope="module", params=NAMES)
+def hf(request, vocab, tmp_path_factory):  # type: ignore[no-untyped-def]
+    return pair(vocab, tmp_path_factory, request.param)
+
+
+@pytest.fixture(scope="module")
+def hf_regex(vocab, tmp_path_factory):  # type: ignore[no-untyped-def]
+    # GPT-2's vocabulary with every digit on its own (StarCoder's pre-tokenizer): two regexes
+    # in turn, which no regex-free pretokenizer covers
+    splits = [{"type": "Digits", "individual_digits": True},
+              {"type": "Split", "pattern": {"Regex": HF_GPT2_PATTERN}, "behavior": "Isolated",
+               "invert": False}]
+    return pair(vocab, tmp_path_factory, "gpt-2", splits)
+
+
+def same(enc, ref, text: str) -> None:  # type: ignore[no-untyped-def]
+    assert enc.encode(text, allowed_special="all") == ref.encode(text, add_special_tokens=False).ids
+
+
+def test_tokenizer_json_real_text(hf, corpora):  # type: ignore[no-untyped-def]
+    enc, ref = hf
+    assert not enc.model.regex_split
+    for text in corpora.values():
+        same(enc, ref, text)
+    same(enc, ref, "x\n\n  ")  # where the older cl100k pattern differs from tiktoken's
+
+
+@given(texts)
+@settings(max_examples=400, deadline=None)
+def test_tokenizer_json_generated(hf, text):  # type: ignore[no-untyped-def]
+    enc, ref = hf
+    same(enc, ref, text)
+
+
+def test_regex_fallback_real_text(hf_regex, corpora):  # type: ignore[no-untyped-def]
+    enc, ref = hf_regex
+    assert enc.model.regex_split
+    for text in corpora.values():
+        same(enc, ref, text)
+    assert enc.encode_batch(["12 ab", "x"]) == [enc.encode("12 ab"), enc.encode("x")]
+    assert enc.count("12 ab") == len(enc.encode("12 ab"))
+    assert enc.count_till_limit("12 ab", 1) is None
+    with pytest.raises(ModelError, match="regex-free"):
+        enc.split_at("12 ab", 1)
+
+
+@given(texts)
+@settings(max_examples=300, deadline=None)
+def test_regex_fallback_generated(hf_regex, text):  # type: ignore[no-untyped-def]
+    enc, ref = hf_regex
+    same(enc, ref, text)
+
+
+def test_qwen2_nfc(gguf_enc):  # type: ignore[no-untyped-def]
+    enc = gguf_enc["qwen2"]
+    assert enc.model.nfc
+    decomposed = "Cafe\u0301 \u212b"
+    assert enc.encode(decomposed) == enc.encode("Caf\u00e9 \u00c5")
+    with pytest.raises(ValueError, match="NFC"):
+        enc.split_at(decomposed, 2)
+    assert enc.split_at("Caf\u00e9 x", 100)[0] == len("Caf\u00e9 x")
+
+
+def test_import_errors(vocab, tmp_path):  # type: ignore[no-untyped-def]
+    spec = json.loads(tokenizer_json(vocab["gpt-2"]))
+    m = spec["model"]["merges"]
+    m[0], m[1] = m[1], m[0]  # merges no longer in id order
+    f = tmp_path / "tokenizer.json"
+    f.write_text(json.dumps(spec))
+    with pytest.raises(ModelError, match="order"):
+        edgetok.load(f)
+    spec["model"]["type"] = "Unigram"
+    f.write_text(json.dumps(spec))
+    with pytest.raises(ModelError, match="only BPE"):
+        edgetok.load(f)
+
+
+def test_truncated_gguf(vocab, tmp_path):  # type: ignore[no-untyped-def]
+    data = open(vocab["gpt-2"], "rb").read()
+    f = tmp_path / "x.gguf"
+    for cut in [3, 10, 24, 30, 100, 1000, 50000, len(data) // 2]:
+        f.write_bytes(data[:cut])
+        with pytest.raises(ModelError):
+            edgetok.load(f)
+    # a length field pointing far past the end of the file
+    f.write_bytes(data[:24] + struct.pack("<Q", 1 << 60) + data[32:4096])
+    with pytest.raises(ModelError):
+        edgetok.load(f)
