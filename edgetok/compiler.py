@@ -92,11 +92,9 @@ def compile_tiktoken(path: str | Path, *, specials: dict[str, int] | None = None
 
 
 def is_sentencepiece(path: str | Path) -> bool:
-    """A SentencePiece ModelProto (by name, or by its first byte: field 1, length-delimited)."""
-    p = Path(path)
-    if p.suffix == ".model":
-        return True
-    with open(p, "rb") as f:
+    """A SentencePiece ModelProto, by its first byte (field 1, length-delimited); not by its
+    name: Llama-3's tiktoken-format vocabulary is called tokenizer.model too."""
+    with open(path, "rb") as f:
         return f.read(1) == b"\x0a"
 
 

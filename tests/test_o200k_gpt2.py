@@ -155,3 +155,17 @@ def test_gpt2_builtin_generated(gpt2_family, text):  # type: ignore[no-untyped-d
     assert enc.encode_ordinary(text) == want
     i, ids = enc.split_at(text, 7)
     assert ref.encode_ordinary(text[:i]) == ids == want[: len(ids)]
+
+
+def test_tiktoken_file_named_model(tmp_path, corpora):  # type: ignore[no-untyped-def]
+    # Llama-3 ships its tiktoken-format vocabulary as tokenizer.model: the content decides
+    from edgetok.compiler import gpt2_vocabularies
+
+    f = tmp_path / "tokenizer.model"
+    f.write_bytes(gpt2_vocabularies()["r50k_base"])
+    out = tmp_path / "r50k.etok"
+    p = subprocess.run([sys.executable, "-m", "edgetok_cli.main", "compile", str(f), "-o", str(out),
+                        "--pretokenizer", "gpt2"], capture_output=True)
+    assert p.returncode == 0, p.stderr
+    text = corpora["english"][:20000]
+    assert edgetok.load(out).encode(text) == reference.tiktoken_encoding("r50k_base").encode(text)
