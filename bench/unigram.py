@@ -1,8 +1,10 @@
-"""SentencePiece Unigram: per-encode latency, edgetok vs the `sentencepiece` package, side by
-side, on a model trained here with sentencepiece's trainer on real text (6k pieces by default: what the corpus supports),
-for inputs of about 128, 512, 1k, 4k and 16k tokens. Checks identical ids first.
+"""SentencePiece models: per-encode latency, edgetok vs the `sentencepiece` package, side by
+side, on a Unigram model trained here with sentencepiece's trainer on real text (6k pieces by
+default: what the corpus supports), or on XLM-R's 250k Unigram or Llama-2's 32k BPE vocabulary
+from llama.cpp's vocab GGUFs (--gguf; sentencepiece gets a ModelProto of the same data), for
+inputs of about 128, 512, 1k, 4k and 16k tokens. Checks identical ids first.
 
-    python bench/unigram.py [--vocab 8000] [--model path.model]
+    python bench/unigram.py [--vocab 8000] [--model path.model] [--gguf xlmr|llama2]
 """
 from __future__ import annotations
 
@@ -23,8 +25,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--vocab", type=int, default=6000)
     ap.add_argument("--model", help="an existing .model instead of training one")
+    ap.add_argument("--gguf", choices=["xlmr", "llama2"],
+                    help="XLM-R's 250k Unigram or Llama-2's 32k BPE vocabulary (fetched once)")
     args = ap.parse_args()
     import sentencepiece as spm
+
+    if args.gguf:
+        from edgetok.fetch import sdist_members
+
+        import test_hf
+
+        name = {"xlmr": test_hf.XLMR, "llama2": "llama-spm"}[args.gguf]
+        member = f"models/ggml-vocab-{name}.gguf"
+        gguf = sdist_members(*test_hf.LLAMA_CPP, [member])[member]
+        args.model = str(Path(tempfile.mkdtemp()) / f"{name}.model")
+        Path(args.model).write_bytes(reference.sentencepiece_proto_from_gguf(str(gguf)))
 
     c = reference.corpora()
     text = c["english"] + c["multilingual"]

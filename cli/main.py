@@ -457,7 +457,10 @@ def info(encoding: str, model: str | None, list_: bool, verify: bool, as_json: b
         "name": enc.name, "model": m.source, "n_vocab": enc.n_vocab,
         "special_tokens": dict(sorted(enc._special_tokens.items(), key=lambda kv: kv[1])),
     }
-    if m.kind == "unigram":
+    if m.kind == "sp-bpe":
+        d["algorithm"] = ("SentencePiece BPE: precompiled-charsmap normaliser, merges by piece "
+                          "score, byte fallback as the model says")
+    elif m.kind == "unigram":
         d["algorithm"] = ("SentencePiece Unigram: precompiled-charsmap normaliser, Viterbi over "
                           "piece scores, byte fallback as the model says")
     else:

@@ -94,8 +94,9 @@ class Model:
 
     @property
     def kind(self) -> str:
-        """The model family: "bpe" or "unigram"."""
-        return "unigram" if lib.et_model_kind(self._h) == lib.ET_MODEL_UNIGRAM else "bpe"
+        """The model family: "bpe" (tiktoken-style), "unigram" or "sp-bpe" (SentencePiece)."""
+        k = lib.et_model_kind(self._h)
+        return "bpe" if k == lib.ET_MODEL_BPE else "unigram" if k == lib.ET_MODEL_UNIGRAM else "sp-bpe"
 
     @property
     def regex_split(self) -> bool:
@@ -256,7 +257,7 @@ class Model:
     def _bpe_only(self, what: str) -> None:
         if self.kind != "bpe":
             raise ModelError(f"{what} works with BPE encodings only, not with SentencePiece "
-                             f"Unigram models ({self.source})")
+                             f"models ({self.source})")
         if self.regex_split:
             raise ModelError(f"{what} needs a regex-free pretokenizer; {self.source} cuts its "
                              "pieces with a regex in Python (see `edgetok info`)")

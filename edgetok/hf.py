@@ -141,16 +141,20 @@ def read_tokenizer_json(path: str | Path) -> bytes:
 
 
 def read_gguf(path: str | Path) -> bytes:
-    """Compile the tokenizer of a GGUF file (llama.cpp) holding a byte-level BPE vocabulary."""
+    """Compile the tokenizer of a GGUF file (llama.cpp): byte-level BPE, or SentencePiece BPE
+    or Unigram."""
     from .gguf import read_metadata
 
     source = str(path)
     md = read_metadata(path)
     kind = md.get("tokenizer.ggml.model", b"").decode()
+    if kind in ("llama", "t5"):  # SentencePiece BPE and Unigram
+        from .spm import from_gguf
+
+        return from_gguf(md, source).compile()
     if kind != "gpt2":
-        what = "SentencePiece" if kind in ("llama", "t5") else repr(kind)
-        raise ModelError(f"{source}: {what} vocabularies in GGUF files are not supported yet "
-                         "(byte-level BPE ones are)")
+        raise ModelError(f"{source}: {kind!r} vocabularies in GGUF files are not supported yet "
+                         "(byte-level BPE and SentencePiece ones are)")
     pre = md.get("tokenizer.ggml.pre", b"default").decode()
     if pre not in GGUF_PRE:
         raise ModelError(f"{source}: pre-tokenizer {pre!r} is not supported "

@@ -100,18 +100,49 @@ class SentencePieceModel:
             raise ModelError(f"{source}: not a SentencePiece model ({e})") from None
         if not self.pieces:
             raise ModelError(f"{source}: not a SentencePiece model (no pieces)")
-        if self.model_type != UNIGRAM:
+        if self.model_type not in (UNIGRAM, BPE):
             raise ModelError(f"{source}: SentencePiece model type {self.model_type} is not "
-                             "supported yet (only Unigram)")
+                             "supported (only Unigram and BPE)")
 
     @property
     def flags(self) -> int:
         return (self.add_dummy_prefix * 1 | self.remove_extra_ws * 2 | self.escape_ws * 4
-                | self.byte_fallback * 8 | self.treat_ws_as_suffix * 16)
+                | self.byte_fallback * 8 | self.treat_ws_as_suffix * 16
+                | (self.model_type == BPE) * 64)
 
     def compile(self) -> bytes:
         return compile_unigram(self.pieces, self.scores, bytes(self.types), self.charsmap,
                                self.flags, self.unk_id, self.unk_surface)
+
+
+def from_gguf(md: dict, source: str) -> SentencePieceModel:  # type: ignore[type-arg]
+    """The SentencePiece model in a GGUF file's tokenizer metadata (tokenizer.ggml.model
+    "llama": BPE, "t5": Unigram), with llama.cpp's defaults for keys it leaves out (dummy
+    prefix on, extra whitespace kept, byte fallback when the vocabulary has byte pieces)."""
+    sp = SentencePieceModel.__new__(SentencePieceModel)
+    try:
+        sp.pieces = list(md["tokenizer.ggml.tokens"])
+        n = len(sp.pieces)
+        sp.scores = [float(x) for x in md.get("tokenizer.ggml.scores") or [0.0] * n]
+        sp.types = [int(x) for x in md.get("tokenizer.ggml.token_type") or [NORMAL] * n]
+    except (KeyError, TypeError, ValueError) as e:
+        raise ModelError(f"{source}: incomplete GGUF tokenizer ({e})") from None
+    if not (len(sp.scores) == len(sp.types) == n) or not n:
+        raise ModelError(f"{source}: GGUF tokens, scores and types differ in number")
+    if any(not 1 <= t <= 6 for t in sp.types):
+        raise ModelError(f"{source}: unknown token type in the GGUF vocabulary")
+    sp.model_type = BPE if md["tokenizer.ggml.model"] == b"llama" else UNIGRAM
+    sp.byte_fallback = BYTE in sp.types
+    sp.treat_ws_as_suffix = False
+    sp.unk_id = int(md.get("tokenizer.ggml.unknown_token_id", 0))
+    if not 0 <= sp.unk_id < n:
+        raise ModelError(f"{source}: unknown-token id {sp.unk_id} out of range")
+    sp.unk_surface = " \u2047 "
+    sp.add_dummy_prefix = bool(md.get("tokenizer.ggml.add_space_prefix", True))
+    sp.remove_extra_ws = bool(md.get("tokenizer.ggml.remove_extra_whitespaces", False))
+    sp.escape_ws = True
+    sp.charsmap = bytes(x & 0xFF for x in md.get("tokenizer.ggml.precompiled_charsmap") or [])
+    return sp
 
 
 def read(path: str | Path) -> SentencePieceModel:

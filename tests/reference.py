@@ -48,3 +48,46 @@ def corpora() -> dict[str, str]:
     from edgetok import samples
 
     return {kind: getattr(samples, kind)() for kind in samples.KINDS}
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _field(num: int, payload: bytes | int | float) -> bytes:
+    import struct
+
+    if isinstance(payload, bytes):
+        return _varint(num << 3 | 2) + _varint(len(payload)) + payload
+    if isinstance(payload, float):
+        return _varint(num << 3 | 5) + struct.pack("<f", payload)
+    return _varint(num << 3) + _varint(payload)
+
+
+def sentencepiece_proto_from_gguf(path: str) -> bytes:
+    """A SentencePiece ModelProto holding a GGUF file's SentencePiece vocabulary (pieces, scores,
+    types, charsmap and flags, with llama.cpp's defaults), so that the `sentencepiece` package
+    can serve as the reference for the same model (XLM-R's 250k Unigram vocabulary ships only
+    as a GGUF here)."""
+    from edgetok.gguf import read_metadata
+
+    md = read_metadata(path)
+    types = md["tokenizer.ggml.token_type"]
+    scores = md.get("tokenizer.ggml.scores") or [0.0] * len(types)
+    pieces = b"".join(_field(1, _field(1, t) + _field(2, float(s)) + _field(3, ty))
+                      for t, s, ty in zip(md["tokenizer.ggml.tokens"], scores, types))
+    model_type = 2 if md["tokenizer.ggml.model"] == b"llama" else 1
+    trainer = (_field(3, model_type) + _field(35, int(6 in types))
+               + _field(40, md.get("tokenizer.ggml.unknown_token_id", 0)))
+    charsmap = bytes(x & 0xFF for x in md.get("tokenizer.ggml.precompiled_charsmap") or [])
+    norm = (_field(1, b"gguf") + _field(2, charsmap)
+            + _field(3, int(md.get("tokenizer.ggml.add_space_prefix", True)))
+            + _field(4, int(md.get("tokenizer.ggml.remove_extra_whitespaces", False)))
+            + _field(5, 1))
+    return pieces + _field(2, trainer) + _field(3, norm)

@@ -1,4 +1,5 @@
-"""Byte-level BPE models imported from GGUF files and Hugging Face tokenizer.json files.
+"""Models imported from GGUF files and Hugging Face tokenizer.json files: byte-level BPE, and
+SentencePiece BPE and Unigram out of GGUF.
 
 References: the test strings and the ids Hugging Face produced that ship next to llama.cpp's
 vocab GGUFs (in the llama-cpp-python sdist, fetched once into the cache), and the `tokenizers`
@@ -23,21 +24,25 @@ from strategies import texts
 
 LLAMA_CPP = ("llama-cpp-python", "0.3.36")
 NAMES = ["gpt-2", "llama-bpe", "qwen2"]
+SPM_NAMES = ["llama-spm", "phi-3"]  # SentencePiece BPE with byte fallback (Llama-2's vocabulary)
 # the regex-free pretokenizer each GGUF must get (ET_PRETOK_*: 3 GPT-2, 4 Llama-3 family)
 PRETOK = {"gpt-2": 3, "llama-bpe": 4, "qwen2": 4}
+XLMR = "nomic-bert-moe"  # XLM-RoBERTa's 250k Unigram vocabulary
 
 
 @pytest.fixture(scope="session")
 def vocab() -> dict[str, str]:
     from edgetok.fetch import sdist_members
 
-    files = [f"models/ggml-vocab-{n}.gguf{x}" for n in NAMES for x in ("", ".inp", ".out")]
+    with_refs = NAMES + SPM_NAMES
+    files = [f"models/ggml-vocab-{n}.gguf{x}" for n in with_refs for x in ("", ".inp", ".out")]
+    files.append(f"models/ggml-vocab-{XLMR}.gguf")
     try:
         got = sdist_members(*LLAMA_CPP, files)
     except RuntimeError as e:
         pytest.fail(f"the reference vocabularies are not available: {e}")
-    return {n: str(got[f"models/ggml-vocab-{n}.gguf"]) for n in NAMES} | {
-        f"{n}{x}": str(got[f"models/ggml-vocab-{n}.gguf{x}"]) for n in NAMES for x in (".inp", ".out")}
+    # "gpt-2": the .gguf, "gpt-2.inp" / "gpt-2.out": its test strings and reference ids
+    return {f[len("models/ggml-vocab-"):].replace(".gguf", ""): str(p) for f, p in got.items()}
 
 
 @pytest.fixture(scope="session")
@@ -45,10 +50,14 @@ def gguf_enc(vocab):  # type: ignore[no-untyped-def]
     return {n: edgetok.load(vocab[n]) for n in NAMES}
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", NAMES + SPM_NAMES)
 def test_reference_strings(vocab, gguf_enc, name):  # type: ignore[no-untyped-def]
-    enc = gguf_enc[name]
-    assert enc.model.pretok == PRETOK[name] and not enc.model.regex_split
+    if name in SPM_NAMES:
+        enc = edgetok.load(vocab[name])
+        assert enc.model.kind == "sp-bpe"
+    else:
+        enc = gguf_enc[name]
+        assert enc.model.pretok == PRETOK[name] and not enc.model.regex_split
     with open(vocab[name + ".inp"], encoding="utf-8") as f:
         inputs = f.read().split("\n__ggml_vocab_test__\n")
     with open(vocab[name + ".out"]) as f:
@@ -56,7 +65,8 @@ def test_reference_strings(vocab, gguf_enc, name):  # type: ignore[no-untyped-de
     assert len(inputs) > 40
     for text, want in zip(inputs, outputs):
         assert enc.encode(text, allowed_special="all") == [int(x) for x in want.split()], text
-        assert enc.decode(enc.encode(text, allowed_special="all")) == text
+        if name not in SPM_NAMES:  # SentencePiece decodes its dummy prefix away, as there
+            assert enc.decode(enc.encode(text, allowed_special="all")) == text
 
 
 def tokenizer_json(path: str, splits: list[dict] | None = None, nfc: bool = False) -> str:  # type: ignore[type-arg]
@@ -190,3 +200,35 @@ def test_truncated_gguf(vocab, tmp_path):  # type: ignore[no-untyped-def]
     f.write_bytes(data[:24] + struct.pack("<Q", 1 << 60) + data[32:4096])
     with pytest.raises(ModelError):
         edgetok.load(f)
+
+
+@pytest.fixture(scope="module")
+def spm_pairs(vocab):  # type: ignore[no-untyped-def]
+    """(edgetok, sentencepiece) for SentencePiece vocabularies read from GGUF: XLM-R's 250k
+    Unigram and Llama-2's 32k BPE; sentencepiece gets a ModelProto of the same data."""
+    import reference
+    import sentencepiece as spm
+
+    return {n: (edgetok.load(vocab[n]),
+                spm.SentencePieceProcessor(model_proto=reference.sentencepiece_proto_from_gguf(vocab[n])))
+            for n in (XLMR, "llama-spm")}
+
+
+def test_gguf_sentencepiece_real_text(spm_pairs, corpora):  # type: ignore[no-untyped-def]
+    for name, (enc, sp) in spm_pairs.items():
+        assert enc.model.kind == ("unigram" if name == XLMR else "sp-bpe")
+        assert enc.n_vocab == sp.get_piece_size()
+        for kind, text in corpora.items():
+            lines = text[:40000].splitlines()
+            assert [enc.encode(line) for line in lines] == sp.encode(lines), (name, kind)
+            assert enc.encode(text[:20000]) == sp.encode(text[:20000]), (name, kind)
+        # one long sentence: Viterbi scores pass +-100000, where sentencepiece rebases them
+        long = "".join(corpora.values())[:150000]
+        assert enc.encode(long) == sp.encode(long), name
+
+
+@given(texts)
+@settings(max_examples=300, deadline=None)
+def test_gguf_sentencepiece_generated(spm_pairs, text):  # type: ignore[no-untyped-def]
+    for enc, sp in spm_pairs.values():
+        assert enc.encode(text) == sp.encode(text)

@@ -1,4 +1,4 @@
-"""SentencePiece Unigram models, compiled by edgetok, against the `sentencepiece` package on
+"""SentencePiece Unigram and BPE models, compiled by edgetok, against the `sentencepiece` package on
 the same .model files: models trained here on real text with sentencepiece's own trainer."""
 from __future__ import annotations
 
@@ -21,6 +21,11 @@ MODELS = [
     ("user_symbols_cf", 800, {"user_defined_symbols": ["<sep>", "edgetok", "\u2581New"],
                               "normalization_rule_name": "nmt_nfkc_cf", "byte_fallback": True}),
     ("ws_suffix", 600, {"treat_whitespace_as_suffix": True}),
+    # SentencePiece BPE (Llama-2, Mistral): merges by piece score over the same normaliser
+    ("bpe_bytes", 1000, {"model_type": "bpe", "byte_fallback": True}),
+    ("bpe_unk", 2000, {"model_type": "bpe", "character_coverage": 0.9995}),
+    ("bpe_user_cf", 800, {"model_type": "bpe", "user_defined_symbols": ["<sep>", "edgetok"],
+                          "normalization_rule_name": "nmt_nfkc_cf", "byte_fallback": True}),
 ]
 
 
@@ -32,8 +37,8 @@ def trained(tmp_path_factory, corpora):  # type: ignore[no-untyped-def]
     out = {}
     for name, size, opts in MODELS:
         spm.SentencePieceTrainer.train(input=str(train), model_prefix=str(d / name),
-                                       vocab_size=size, model_type="unigram", num_threads=2,
-                                       minloglevel=2, **opts)
+                                       vocab_size=size, num_threads=2, minloglevel=2,
+                                       **{"model_type": "unigram", **opts})
         path = str(d / f"{name}.model")
         out[name] = (spm.SentencePieceProcessor(model_file=path), edgetok.load(path))
     return out
@@ -42,7 +47,7 @@ def trained(tmp_path_factory, corpora):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("name", [m[0] for m in MODELS])
 def test_real_text(trained, corpora, name):  # type: ignore[no-untyped-def]
     sp, enc = trained[name]
-    assert enc.model.kind == "unigram"
+    assert enc.model.kind == ("sp-bpe" if name.startswith("bpe") else "unigram")
     for kind, text in corpora.items():
         lines = text[:60000].splitlines()
         assert [enc.encode(line) for line in lines] == sp.encode(lines), kind

@@ -90,10 +90,12 @@ uint32_t et_model_max_token_len(const et_model *m);
  * the compiler enables backtracking when every token is the BPE of its own bytes. */
 int et_model_backtracks(const et_model *m);
 
-/* The model family: ET_MODEL_BPE (tiktoken-style byte-level BPE) or ET_MODEL_UNIGRAM
- * (SentencePiece Unigram: normaliser, Viterbi over piece scores, byte fallback). */
+/* The model family: ET_MODEL_BPE (tiktoken-style byte-level BPE), ET_MODEL_UNIGRAM
+ * (SentencePiece Unigram: normaliser, Viterbi over piece scores, byte fallback) or
+ * ET_MODEL_SP_BPE (SentencePiece BPE: the same normaliser, merges by piece score). */
 #define ET_MODEL_BPE 1u
 #define ET_MODEL_UNIGRAM 2u
+#define ET_MODEL_SP_BPE 3u
 uint32_t et_model_kind(const et_model *m);
 
 /* The bytes of token id (ordinary or special): *ptr points into the model, valid while it is
@@ -211,7 +213,8 @@ int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, 
 /* Compiles a SentencePiece Unigram model: n pieces (bytes[off[i]..off[i+1]), id i), their
  * scores and types (1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte), the
  * precompiled normaliser charsmap (may be empty), flags (1 add dummy prefix, 2 remove extra
- * whitespace, 4 escape whitespace, 8 byte fallback, 16 whitespace as suffix) and the unknown
+ * whitespace, 4 escape whitespace, 8 byte fallback, 16 whitespace as suffix, 64 a BPE model:
+ * merges by score instead of the Viterbi) and the unknown
  * piece's id, and the text <unk> decodes to. Output as et_compile_bpe. */
 int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const float *scores,
                        const uint8_t *types, const char *charsmap, size_t charsmap_len,

@@ -43,6 +43,7 @@ static int sort_tokens(const tokset *ts, uint32_t *idx, uint32_t n)
 
 typedef struct {
     uint32_t *base, *check, *value;
+    uint32_t *nf;       /* next-free links: nf[i] == i for a free cell, else a cell further on */
     uint32_t cap, used; /* cells allocated; one past the highest used cell */
 } dat;
 
@@ -58,11 +59,15 @@ static int dat_grow(dat *d, uint32_t need)
     d->check = c;
     if (!(v = realloc(d->value, (size_t)cap * 4))) return ET_E_NOMEM;
     d->value = v;
+    if (!(v = realloc(d->nf, ((size_t)cap + 1) * 4))) return ET_E_NOMEM;
+    d->nf = v;
     for (uint32_t i = d->cap; i < cap; i++) { /* new cells start free */
         d->base[i] = 0;
         d->check[i] = FREE;
         d->value[i] = ET_NONE;
+        d->nf[i] = i;
     }
+    d->nf[cap] = cap; /* one past the end: a free cell to be */
     d->cap = cap;
     return ET_OK;
 }
@@ -71,6 +76,21 @@ typedef struct {
     uint32_t cell, lo, hi, depth;
 } job;
 
+/* The first free cell >= i (cap when none is allocated yet), halving paths as it goes. */
+static uint32_t dat_free_from(dat *d, uint32_t i)
+{
+    while (d->nf[i] != i) {
+        d->nf[i] = d->nf[d->nf[i]];
+        i = d->nf[i];
+    }
+    return i;
+}
+
+static void dat_take(dat *d, uint32_t t)
+{
+    d->nf[t] = t + 1;
+}
+
 /* Builds the trie of the sorted tokens idx[0..n) (all distinct). */
 static int dat_build(dat *d, const tokset *ts, const uint32_t *idx, const uint32_t *ids,
                      uint32_t n)
@@ -78,10 +98,10 @@ static int dat_build(dat *d, const tokset *ts, const uint32_t *idx, const uint32
     job *q = malloc(((size_t)ts->off[n] - ts->off[0] + 2) * sizeof *q); /* at most one job per node */
     if (!q) return ET_E_NOMEM;
     size_t qh = 0, qt = 0;
-    uint32_t first_free = 1;
     int rc = dat_grow(d, 1024);
     if (rc) goto out;
     d->check[0] = FREE - 1; /* the root is used, and is nobody's child */
+    dat_take(d, 0);
     d->used = 1;
     q[qt++] = (job){0, 0, n, 0};
     while (qh < qt) {
@@ -101,12 +121,15 @@ static int dat_build(dat *d, const tokset *ts, const uint32_t *idx, const uint32
             }
         }
         starts[nk] = j.hi;
-        /* the first base >= 1 whose cells for all children are free */
-        while (first_free < d->cap && d->check[first_free] != FREE) first_free++;
-        uint32_t b = first_free > kids[0] ? first_free - kids[0] : 1;
-        for (;; b++) {
+        /* the first base >= 1 whose cells for all children are free: the first child goes
+         * only over free cells (next-free links skip the used ones) */
+        uint32_t b, t0 = kids[0] + 1u;
+        for (;; t0++) {
+            if ((rc = dat_grow(d, t0 + 1))) goto out;
+            t0 = dat_free_from(d, t0);
+            b = t0 - kids[0];
             if ((rc = dat_grow(d, b + 256))) goto out;
-            uint32_t k = 0;
+            uint32_t k = 1;
             while (k < nk && d->check[b + kids[k]] == FREE) k++;
             if (k == nk) break;
         }
@@ -114,6 +137,7 @@ static int dat_build(dat *d, const tokset *ts, const uint32_t *idx, const uint32
         for (uint32_t k = 0; k < nk; k++) {
             uint32_t t = b + kids[k];
             d->check[t] = j.cell;
+            dat_take(d, t);
             if (t + 1 > d->used) d->used = t + 1;
             q[qt++] = (job){t, starts[k], starts[k + 1], j.depth + 1};
         }
@@ -256,6 +280,7 @@ done:
     free(d.base);
     free(d.check);
     free(d.value);
+    free(d.nf);
     free(img);
     return rc;
 }

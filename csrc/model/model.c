@@ -301,7 +301,10 @@ size_t et_model_size(const et_model *m) { return m->size; }
 uint32_t et_model_max_token_len(const et_model *m) { return m->max_token_len; }
 int et_model_backtracks(const et_model *m) { return (m->flags & ET_FLAG_BACKTRACK) != 0; }
 int et_model_nfc(const et_model *m) { return (m->flags & ET_FLAG_NFC) != 0; }
-uint32_t et_model_kind(const et_model *m) { return m->kind; }
+uint32_t et_model_kind(const et_model *m)
+{
+    return m->kind == ET_KIND_UNIGRAM && (m->up.flags & ET_SP_BPE) ? ET_MODEL_SP_BPE : m->kind;
+}
 
 size_t et_encode_bound(const et_model *m, size_t len)
 {

@@ -51,6 +51,7 @@ enum { ET_SP_NORMAL = 1, ET_SP_UNKNOWN = 2, ET_SP_CONTROL = 3, ET_SP_USER_DEFINE
 #define ET_SP_BYTE_FALLBACK 8u
 #define ET_SP_WS_SUFFIX 16u
 #define ET_SP_HAS_USER 32u /* set by the compiler: some pieces are user-defined */
+#define ET_SP_BPE 64u      /* a SentencePiece BPE model: merges by score, not Viterbi */
 
 typedef struct {
     uint32_t unk_id, flags;

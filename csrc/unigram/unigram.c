@@ -9,11 +9,12 @@
  *    model's flags say.
  * 2. Viterbi over the normalised bytes, as sentencepiece's EncodeOptimized: at each character
  *    start, walk the piece trie; each piece ending at k offers best[start] + score (user-defined
- *    pieces: length * max_score - 0.1; unused pieces: skipped); if no piece covers exactly the
- *    next character, the unknown piece does, at min_score - 10. Scores add in single precision,
- *    as there. Ties keep the earlier candidate.
+ *    pieces: 0.1 * (bytes - 1); unused pieces: skipped); if no piece covers exactly the next
+ *    character, the unknown piece does, at min_score - 10. Scores add in single precision and
+ *    are rebased past +-100000, as there (sentencepiece 0.2.3). Ties keep the earlier one.
  * 3. Unknown pieces become their bytes' <0xNN> pieces when the model has byte fallback;
  *    without it, a run of unknown pieces is one <unk>.
+ * SentencePiece BPE models (ET_SP_BPE) share steps 1 and 3; step 2 is the merge loop below.
  * All arrays live in the caller's workspace; nothing is allocated.
  */
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "../unicode/ucd.h"
 
 #define UNK_PENALTY 10.0f
+#define SCORE_RESET 100000.0f /* sentencepiece's kScoreResetThreshold */
 
 /* One lookup in the darts-clone double array a[0..n): the value of the longest key that
  * s[0..len) starts with, and its length; 0 if none (at most the first 32 matches count, as in
@@ -210,6 +212,201 @@ typedef struct {
     uint32_t start, id;
 } path_node;
 
+/* The output stage shared by Unigram and BPE: pieces in order, unknown ones as their bytes'
+ * <0xNN> pieces with byte fallback, else a run of unknown pieces as one <unk> (as
+ * sentencepiece's PopulateSentencePieceText). */
+typedef struct {
+    const et_model *m;
+    const uint8_t *s;
+    uint32_t *out;
+    size_t cap, w;
+    int prev_unk;
+} emitter;
+
+static int emit(emitter *e, uint32_t start, uint32_t end, uint32_t id)
+{
+    const et_model *m = e->m;
+    const int unk = id == m->up.unk_id;
+    if (unk && (m->up.flags & ET_SP_BYTE_FALLBACK)) {
+        for (uint32_t x = start; x < end; x++) {
+            uint32_t b = m->byteids[e->s[x]];
+            if (e->out) {
+                if (e->w >= e->cap) return 0;
+                e->out[e->w] = b == ET_NONE ? m->up.unk_id : b;
+            }
+            e->w++;
+        }
+        e->prev_unk = 1;
+        return 1;
+    }
+    if (unk && e->prev_unk) return 1; /* a run of unknowns is one <unk> */
+    e->prev_unk = unk;
+    if (e->out) {
+        if (e->w >= e->cap) return 0;
+        e->out[e->w] = id;
+    }
+    e->w++;
+    return 1;
+}
+
+/* ---- SentencePiece BPE ---------------------------------------------------------------------
+ * As sentencepiece's bpe::Model: the normalised text is cut into characters (a user-defined
+ * piece is one symbol, never merged); every adjacent pair whose concatenation is a piece
+ * (normal, user-defined or unused) goes on a heap; the best pair (highest score, then leftmost)
+ * merges, if both symbols are still as they were, and the new neighbours' pairs go on the
+ * heap. A final symbol that is not a piece is unknown; an unused piece is split back into the
+ * pair last pushed with its text (rev_merge there), recursively. */
+
+typedef struct {
+    uint32_t start, len; /* len's top bit: frozen (a user-defined piece) */
+    int32_t prev, next;
+} sp_sym;
+
+typedef struct {
+    uint32_t key, left, right, size; /* key: the score's bits, ordered as floats */
+} sp_pair;
+
+typedef struct {
+    uint32_t start, left_len, size;
+} sp_unused;
+
+#define SYM_FROZEN 0x80000000u
+
+/* Floats in the order of sentencepiece's SymbolPairComparator (-0 below +0), as unsigned. */
+static uint32_t score_key(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    return (b & 0x80000000u) ? ~b : b | 0x80000000u;
+}
+
+/* a comes before b on the heap: higher score, then the leftmost */
+static int pair_first(const sp_pair *a, const sp_pair *b)
+{
+    return a->key > b->key || (a->key == b->key && a->left < b->left);
+}
+
+static void pair_push(sp_pair *h, size_t *n, sp_pair v)
+{
+    size_t i = (*n)++;
+    while (i > 0 && pair_first(&v, &h[(i - 1) / 2])) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = v;
+}
+
+static sp_pair pair_pop(sp_pair *h, size_t *n)
+{
+    sp_pair top = h[0], last = h[--*n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && pair_first(&h[c + 1], &h[c])) c++;
+        if (!pair_first(&h[c], &last)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n) h[i] = last;
+    return top;
+}
+
+/* The id of piece p[0..len) if it is a normal, user-defined or unused piece, else ET_NONE. */
+static uint32_t sp_piece(const et_model *m, const uint8_t *p, size_t len)
+{
+    if (len > m->max_token_len) return ET_NONE;
+    uint32_t st = et_trie_walk(m, 0, p, len);
+    if (st == ET_NONE) return ET_NONE;
+    uint32_t id = m->values[st];
+    if (id >= m->n_vocab) return ET_NONE;
+    uint8_t t = m->types[id];
+    return t == ET_SP_NORMAL || t == ET_SP_USER_DEFINED || t == ET_SP_UNUSED ? id : ET_NONE;
+}
+
+typedef struct {
+    const et_model *m;
+    const uint8_t *s;
+    sp_sym *sym;
+    sp_pair *heap;
+    size_t nheap;
+    sp_unused *unused;
+    size_t nunused;
+} sp_bpe;
+
+static void maybe_pair(sp_bpe *b, int32_t left, int32_t right)
+{
+    if (left < 0 || right < 0) return;
+    const sp_sym *l = &b->sym[left], *r = &b->sym[right];
+    if ((l->len | r->len) & SYM_FROZEN) return;
+    uint32_t size = l->len + r->len;
+    uint32_t id = sp_piece(b->m, b->s + l->start, size);
+    if (id == ET_NONE || id == b->m->up.unk_id) return;
+    pair_push(b->heap, &b->nheap,
+              (sp_pair){score_key(b->m->scores[id]), (uint32_t)left, (uint32_t)right, size});
+    if (b->m->types[id] == ET_SP_UNUSED)
+        b->unused[b->nunused++] = (sp_unused){l->start, l->len, size};
+}
+
+#define RESEGMENT_DEPTH 100 /* as sentencepiece's kMaxBpeResegmentDepth */
+
+/* Emits the piece s[start..start+len), splitting unused pieces as sentencepiece's resegment. */
+static int sp_emit(sp_bpe *b, emitter *e, uint32_t start, uint32_t len, int depth)
+{
+    uint32_t id = sp_piece(b->m, b->s + start, len);
+    if (id == ET_NONE || id == b->m->up.unk_id) return emit(e, start, start + len, b->m->up.unk_id);
+    if (depth > RESEGMENT_DEPTH || b->m->types[id] != ET_SP_UNUSED)
+        return emit(e, start, start + len, id);
+    for (size_t k = b->nunused; k-- > 0;) { /* the last pair pushed with this text */
+        const sp_unused *u = &b->unused[k];
+        if (u->size == len && memcmp(b->s + u->start, b->s + start, len) == 0)
+            return sp_emit(b, e, start, u->left_len, depth + 1) &&
+                   sp_emit(b, e, start + u->left_len, len - u->left_len, depth + 1);
+    }
+    return emit(e, start, start + len, b->m->up.unk_id);
+}
+
+/* Bytes of workspace sp_bpe_run needs for n normalised bytes. */
+static size_t sp_bpe_bytes(size_t n)
+{
+    return (n + 1) * sizeof(sp_sym) + (3 * n + 1) * (sizeof(sp_pair) + sizeof(sp_unused)) + 64;
+}
+
+static int sp_bpe_run(const et_model *m, const uint8_t *s, size_t n, uint8_t *mem,
+                      uint32_t *out, size_t cap, size_t *n_out)
+{
+    if (n >= 0x7FFFFFFFu / 4) return ET_E_ARG; /* symbol links are 32-bit */
+    sp_bpe b = {m, s, (sp_sym *)(void *)mem, NULL, 0, NULL, 0};
+    b.heap = (sp_pair *)(void *)(b.sym + n + 1);
+    b.unused = (sp_unused *)(void *)(b.heap + 3 * n + 1);
+    const int has_user = (m->up.flags & ET_SP_HAS_USER) != 0;
+    int32_t count = 0;
+    for (size_t at = 0; at < n; count++) {
+        size_t ud = has_user ? user_defined_prefix(m, s + at, n - at) : 0;
+        size_t len = ud ? ud : one_char_len(s + at, n - at);
+        b.sym[count] = (sp_sym){(uint32_t)at, (uint32_t)len | (ud ? SYM_FROZEN : 0u), count - 1,
+                                at + len < n ? count + 1 : -1};
+        at += len;
+    }
+    for (int32_t i = 1; i < count; i++) maybe_pair(&b, i - 1, i);
+    while (b.nheap) {
+        sp_pair top = pair_pop(b.heap, &b.nheap);
+        sp_sym *l = &b.sym[top.left], *r = &b.sym[top.right];
+        if (l->len == 0 || r->len == 0 || l->len + r->len != top.size) continue; /* stale */
+        l->len += r->len;
+        l->next = r->next;
+        if (r->next >= 0) b.sym[r->next].prev = (int32_t)top.left;
+        r->len = 0;
+        maybe_pair(&b, l->prev, (int32_t)top.left);
+        maybe_pair(&b, (int32_t)top.left, l->next);
+    }
+    emitter e = {m, s, out, cap, 0, 0};
+    for (int32_t i = count ? 0 : -1; i >= 0; i = b.sym[i].next)
+        if (!sp_emit(&b, &e, b.sym[i].start, b.sym[i].len & ~SYM_FROZEN, 0)) return ET_E_FULL;
+    *n_out = e.w;
+    return ET_OK;
+}
+
 int et_unigram_run(struct et_ws *ws, const et_model *m, const uint8_t *text, size_t len,
                    uint32_t *out, size_t cap, size_t *n_out)
 {
@@ -218,7 +415,9 @@ int et_unigram_run(struct et_ws *ws, const et_model *m, const uint8_t *text, siz
     size_t room = et_ws_bytes(ws);
     /* the normalised text is at most 3 bytes per input byte, plus a dummy prefix */
     size_t ncap = 3 * len + 8;
-    size_t need_bytes = ncap + 8 + (ncap + 1) * sizeof(path_node) + (ncap + 1) * 4;
+    const int bpe = (m->up.flags & ET_SP_BPE) != 0;
+    size_t need_bytes = ncap + 8 + (bpe ? sp_bpe_bytes(ncap)
+                                        : (ncap + 1) * sizeof(path_node) + (ncap + 1) * 4);
     if (need_bytes > room) {
         et_ws_set_need(ws, need_bytes / 48 + 1);
         return ET_E_WORKSPACE;
@@ -230,13 +429,21 @@ int et_unigram_run(struct et_ws *ws, const et_model *m, const uint8_t *text, siz
     }
     const uint8_t *s = b.out;
     const size_t n = b.n;
+    if (bpe) return sp_bpe_run(m, s, n, mem + ((ncap + 7) & ~(size_t)7), out, cap, n_out);
     path_node *best = (path_node *)(void *)(mem + ((ncap + 7) & ~(size_t)7));
     uint32_t *back = (uint32_t *)(void *)(best + ncap + 1);
     for (size_t k = 0; k <= n; k++) best[k] = (path_node){0.0f, ET_NONE, ET_NONE};
     const float unk_score = m->up.min_score - UNK_PENALTY;
-    size_t at = 0;
+    size_t at = 0, frontier = 0; /* frontier: the furthest node a piece has reached */
     while (at < n) {
-        const float here = best[at].score;
+        float here = best[at].score;
+        if (here < -SCORE_RESET || here > SCORE_RESET) {
+            /* as sentencepiece: rebase the live scores so that float sums keep their
+             * precision over long texts (the same roundings, so the same ties) */
+            for (size_t i = at; i <= frontier; i++)
+                if (i == at || best[i].start != ET_NONE) best[i].score -= here;
+            here = 0.0f;
+        }
         const size_t mblen = one_char_len(s + at, n - at);
         int single = 0;
         uint32_t st = 0;
@@ -246,17 +453,20 @@ int et_unigram_run(struct et_ws *ws, const et_model *m, const uint8_t *text, siz
             uint32_t id = m->values[st];
             if (id >= m->n_vocab || m->types[id] == ET_SP_UNUSED) continue;
             size_t length = k + 1 - at;
-            double score = m->types[id] == ET_SP_USER_DEFINED
-                               ? (double)((float)length * m->up.max_score) - 0.1
-                               : (double)m->scores[id];
-            float cand = (float)(score + (double)here);
+            if (k + 1 > frontier) frontier = k + 1;
+            /* user-defined pieces get a bonus that makes them win, as sentencepiece 0.2.3 */
+            const float score = m->types[id] == ET_SP_USER_DEFINED
+                                    ? (float)(0.1 * (double)(length - 1))
+                                    : m->scores[id];
+            const float cand = score + here; /* float arithmetic, as there */
             path_node *tn = &best[k + 1];
             if (tn->start == ET_NONE || cand > tn->score) *tn = (path_node){cand, (uint32_t)at, id};
             if (length == mblen) single = 1;
         }
         if (!single) {
+            if (at + mblen > frontier) frontier = at + mblen;
             path_node *tn = &best[at + mblen];
-            float cand = (float)((double)unk_score + (double)here);
+            const float cand = unk_score + here;
             if (tn->start == ET_NONE || cand > tn->score)
                 *tn = (path_node){cand, (uint32_t)at, m->up.unk_id};
         }
@@ -269,32 +479,11 @@ int et_unigram_run(struct et_ws *ws, const et_model *m, const uint8_t *text, siz
         back[k++] = (uint32_t)pos;
         pos = best[pos].start;
     }
-    size_t w = 0;
-    const int fallback = (m->up.flags & ET_SP_BYTE_FALLBACK) != 0;
-    int prev_unk = 0;
+    emitter e = {m, s, out, cap, 0, 0};
     while (k > 0) {
         uint32_t end = back[--k];
-        const path_node *pn = &best[end];
-        int unk = pn->id == m->up.unk_id;
-        if (unk && !fallback && prev_unk) continue; /* a run of unknowns is one <unk> */
-        prev_unk = unk;
-        if (pn->id == m->up.unk_id && fallback) {
-            for (uint32_t x = pn->start; x < end; x++) {
-                uint32_t id = m->byteids[s[x]];
-                if (out) {
-                    if (w >= cap) return ET_E_FULL;
-                    out[w] = id == ET_NONE ? m->up.unk_id : id;
-                }
-                w++;
-            }
-            continue;
-        }
-        if (out) {
-            if (w >= cap) return ET_E_FULL;
-            out[w] = pn->id;
-        }
-        w++;
+        if (!emit(&e, best[end].start, end, best[end].id)) return ET_E_FULL;
     }
-    *n_out = w;
+    *n_out = e.w;
     return ET_OK;
 }
