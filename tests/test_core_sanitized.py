@@ -134,3 +134,30 @@ def test_batch_of_lines(etok, model, ref, corpora, tmp_path):  # type: ignore[no
     p = etok_run(etok, "lines", model, str(f))
     assert p.returncode == 0
     assert list(map(int, p.stdout.split())) == [len(ref.encode_ordinary(x)) for x in text.split("\n")]
+
+
+from test_hf import vocab  # noqa: E402,F401  (the GGUF vocabularies, fetched once)
+
+
+@pytest.mark.parametrize("name", ["llama-spm", "nomic-bert-moe"])
+def test_sentencepiece_models(etok, vocab, corpora, tmp_path, name):  # type: ignore[no-untyped-def]
+    # SentencePiece BPE (Llama-2) and Unigram (XLM-R 250k), encoded whole and line by line,
+    # against sentencepiece's own ids (test_hf.py checks edgetok's Python path against them)
+    import sentencepiece as spm
+
+    import reference
+    from edgetok.compiler import compile_source
+
+    sp = spm.SentencePieceProcessor(model_proto=reference.sentencepiece_proto_from_gguf(vocab[name]))
+    model = tmp_path / "m.etok"
+    model.write_bytes(compile_source(vocab[name]))
+    rng = random.Random(7)
+    noise = bytes(rng.randrange(256) for _ in range(3000)).decode("utf-8", "replace")
+    text = corpora["multilingual"][:20000] + "\n" + corpora["code"][:10000] + "\n" + noise
+    f = tmp_path / "t.txt"
+    f.write_text(text)
+    p = etok_run(etok, "encode", str(model), str(f))
+    assert p.returncode == 0 and [int(x) for x in p.stdout.split()] == sp.encode(text)
+    p = etok_run(etok, "lines", str(model), str(f))
+    assert p.returncode == 0
+    assert list(map(int, p.stdout.split())) == [len(x) for x in sp.encode(text.split("\n"))]

@@ -333,11 +333,20 @@ int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const
         goto out;
     }
     toff[0] = soff[0] = 0;
+    int words = (flags & ET_SP_BPE) && (flags & ET_SP_ESCAPE_WS) && !(flags & ET_SP_WS_SUFFIX);
     for (uint32_t i = 0; i < n; i++) {
         uint32_t l = off[i + 1] - off[i];
         if (off[i + 1] < off[i] || l == 0) { rc = ET_E_VOCAB; break; }
         int t = types[i];
         if (t == ET_SP_USER_DEFINED) up.flags |= ET_SP_HAS_USER;
+        if (t == ET_SP_UNUSED) words = 0;
+        if (words && (t == ET_SP_NORMAL || t == ET_SP_USER_DEFINED)) {
+            const uint8_t *p = (const uint8_t *)bytes + off[i];
+            uint32_t k = 0;
+            while (k + 3 <= l && memcmp(p + k, "\xE2\x96\x81", 3) == 0) k += 3;
+            for (; words && k + 3 <= l; k++) /* U+2581 after something else */
+                if (memcmp(p + k, "\xE2\x96\x81", 3) == 0) words = 0;
+        }
         if (t == ET_SP_NORMAL) {
             if (scores[i] < up.min_score) up.min_score = scores[i];
             if (scores[i] > up.max_score) up.max_score = scores[i];
@@ -360,6 +369,7 @@ int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const
             }
         }
     }
+    if (words) up.flags |= ET_SP_WORDS;
     if (rc == ET_OK) {
         extra x = {ET_KIND_UNIGRAM, ET_PRETOK_NONE, 0, 0, unk_surface, byteids, {0}, {0}};
         x.data[ET_SEC_SCORES] = scores;

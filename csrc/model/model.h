@@ -52,6 +52,9 @@ enum { ET_SP_NORMAL = 1, ET_SP_UNKNOWN = 2, ET_SP_CONTROL = 3, ET_SP_USER_DEFINE
 #define ET_SP_WS_SUFFIX 16u
 #define ET_SP_HAS_USER 32u /* set by the compiler: some pieces are user-defined */
 #define ET_SP_BPE 64u      /* a SentencePiece BPE model: merges by score, not Viterbi */
+#define ET_SP_WORDS 128u   /* set by the compiler for BPE models where U+2581 only leads pieces
+                              (a run of them, then none) and none is unused: merges stay
+                              within words */
 
 typedef struct {
     uint32_t unk_id, flags;

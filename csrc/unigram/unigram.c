@@ -260,10 +260,12 @@ static int emit(emitter *e, uint32_t start, uint32_t end, uint32_t id)
 typedef struct {
     uint32_t start, len; /* len's top bit: frozen (a user-defined piece) */
     int32_t prev, next;
+    uint32_t node;       /* the trie cell its bytes reach, or ET_NONE */
 } sp_sym;
 
 typedef struct {
-    uint32_t key, left, right, size; /* key: the score's bits, ordered as floats */
+    uint64_t key;        /* the score's bits ordered as floats, then the left index inverted */
+    uint32_t left, right, size, node;
 } sp_pair;
 
 typedef struct {
@@ -272,24 +274,20 @@ typedef struct {
 
 #define SYM_FROZEN 0x80000000u
 
-/* Floats in the order of sentencepiece's SymbolPairComparator (-0 below +0), as unsigned. */
-static uint32_t score_key(float f)
+/* The heap order of sentencepiece's SymbolPairComparator as one unsigned key: the higher
+ * score first (floats ordered by their bits, -0 below +0), then the leftmost. */
+static uint64_t pair_key(float f, uint32_t left)
 {
     uint32_t b;
     memcpy(&b, &f, 4);
-    return (b & 0x80000000u) ? ~b : b | 0x80000000u;
-}
-
-/* a comes before b on the heap: higher score, then the leftmost */
-static int pair_first(const sp_pair *a, const sp_pair *b)
-{
-    return a->key > b->key || (a->key == b->key && a->left < b->left);
+    b = (b & 0x80000000u) ? ~b : b | 0x80000000u;
+    return (uint64_t)b << 32 | (uint32_t)~left;
 }
 
 static void pair_push(sp_pair *h, size_t *n, sp_pair v)
 {
     size_t i = (*n)++;
-    while (i > 0 && pair_first(&v, &h[(i - 1) / 2])) {
+    while (i > 0 && v.key > h[(i - 1) / 2].key) {
         h[i] = h[(i - 1) / 2];
         i = (i - 1) / 2;
     }
@@ -303,8 +301,8 @@ static sp_pair pair_pop(sp_pair *h, size_t *n)
     for (;;) {
         size_t c = 2 * i + 1;
         if (c >= *n) break;
-        if (c + 1 < *n && pair_first(&h[c + 1], &h[c])) c++;
-        if (!pair_first(&h[c], &last)) break;
+        if (c + 1 < *n && h[c + 1].key > h[c].key) c++;
+        if (h[c].key <= last.key) break;
         h[i] = h[c];
         i = c;
     }
@@ -312,14 +310,13 @@ static sp_pair pair_pop(sp_pair *h, size_t *n)
     return top;
 }
 
-/* The id of piece p[0..len) if it is a normal, user-defined or unused piece, else ET_NONE. */
-static uint32_t sp_piece(const et_model *m, const uint8_t *p, size_t len)
+/* The piece id at trie cell st if it is a normal, user-defined or unused piece (the pieces
+ * sentencepiece's BPE merges into), else ET_NONE. */
+static uint32_t sp_id_at(const et_model *m, uint32_t st)
 {
-    if (len > m->max_token_len) return ET_NONE;
-    uint32_t st = et_trie_walk(m, 0, p, len);
     if (st == ET_NONE) return ET_NONE;
     uint32_t id = m->values[st];
-    if (id >= m->n_vocab) return ET_NONE;
+    if (id >= m->n_vocab || id == m->up.unk_id) return ET_NONE;
     uint8_t t = m->types[id];
     return t == ET_SP_NORMAL || t == ET_SP_USER_DEFINED || t == ET_SP_UNUSED ? id : ET_NONE;
 }
@@ -338,30 +335,44 @@ static void maybe_pair(sp_bpe *b, int32_t left, int32_t right)
 {
     if (left < 0 || right < 0) return;
     const sp_sym *l = &b->sym[left], *r = &b->sym[right];
-    if ((l->len | r->len) & SYM_FROZEN) return;
+    if (((l->len | r->len) & SYM_FROZEN) || l->node == ET_NONE) return;
     uint32_t size = l->len + r->len;
-    uint32_t id = sp_piece(b->m, b->s + l->start, size);
-    if (id == ET_NONE || id == b->m->up.unk_id) return;
+    if (size > b->m->max_token_len) return;
+    /* the pair's piece: from the left symbol's cell over the right symbol's bytes */
+    uint32_t st = et_trie_walk(b->m, l->node, b->s + r->start, r->len);
+    uint32_t id = sp_id_at(b->m, st);
+    if (id == ET_NONE) return;
     pair_push(b->heap, &b->nheap,
-              (sp_pair){score_key(b->m->scores[id]), (uint32_t)left, (uint32_t)right, size});
+              (sp_pair){pair_key(b->m->scores[id], (uint32_t)left), (uint32_t)left,
+                        (uint32_t)right, size, st});
     if (b->m->types[id] == ET_SP_UNUSED)
         b->unused[b->nunused++] = (sp_unused){l->start, l->len, size};
 }
 
+/* Whether an unmerged symbol is U+2581. */
+static int is_space_symbol(const uint8_t *s, const sp_sym *y)
+{
+    return y->len == 3 && memcmp(s + y->start, SPACE_SYMBOL, 3) == 0;
+}
+
 #define RESEGMENT_DEPTH 100 /* as sentencepiece's kMaxBpeResegmentDepth */
 
-/* Emits the piece s[start..start+len), splitting unused pieces as sentencepiece's resegment. */
-static int sp_emit(sp_bpe *b, emitter *e, uint32_t start, uint32_t len, int depth)
+/* Emits the piece s[start..start+len) with id (ET_NONE: unknown), splitting an unused piece
+ * into the pair last pushed with its text, as sentencepiece's resegment. */
+static int sp_emit(sp_bpe *b, emitter *e, uint32_t start, uint32_t len, uint32_t id, int depth)
 {
-    uint32_t id = sp_piece(b->m, b->s + start, len);
-    if (id == ET_NONE || id == b->m->up.unk_id) return emit(e, start, start + len, b->m->up.unk_id);
+    if (id == ET_NONE) return emit(e, start, start + len, b->m->up.unk_id);
     if (depth > RESEGMENT_DEPTH || b->m->types[id] != ET_SP_UNUSED)
         return emit(e, start, start + len, id);
-    for (size_t k = b->nunused; k-- > 0;) { /* the last pair pushed with this text */
+    for (size_t k = b->nunused; k-- > 0;) {
         const sp_unused *u = &b->unused[k];
-        if (u->size == len && memcmp(b->s + u->start, b->s + start, len) == 0)
-            return sp_emit(b, e, start, u->left_len, depth + 1) &&
-                   sp_emit(b, e, start + u->left_len, len - u->left_len, depth + 1);
+        if (u->size == len && memcmp(b->s + u->start, b->s + start, len) == 0) {
+            uint32_t l = u->left_len;
+            uint32_t a = sp_id_at(b->m, et_trie_walk(b->m, 0, b->s + start, l));
+            uint32_t c = sp_id_at(b->m, et_trie_walk(b->m, 0, b->s + start + l, len - l));
+            return sp_emit(b, e, start, l, a, depth + 1) &&
+                   sp_emit(b, e, start + l, len - l, c, depth + 1);
+        }
     }
     return emit(e, start, start + len, b->m->up.unk_id);
 }
@@ -369,7 +380,7 @@ static int sp_emit(sp_bpe *b, emitter *e, uint32_t start, uint32_t len, int dept
 /* Bytes of workspace sp_bpe_run needs for n normalised bytes. */
 static size_t sp_bpe_bytes(size_t n)
 {
-    return (n + 1) * sizeof(sp_sym) + (3 * n + 1) * (sizeof(sp_pair) + sizeof(sp_unused)) + 64;
+    return ((n + 1) * sizeof(sp_sym) + 7) / 8 * 8 + (3 * n + 1) * (sizeof(sp_pair) + sizeof(sp_unused)) + 64;
 }
 
 static int sp_bpe_run(const et_model *m, const uint8_t *s, size_t n, uint8_t *mem,
@@ -377,7 +388,7 @@ static int sp_bpe_run(const et_model *m, const uint8_t *s, size_t n, uint8_t *me
 {
     if (n >= 0x7FFFFFFFu / 4) return ET_E_ARG; /* symbol links are 32-bit */
     sp_bpe b = {m, s, (sp_sym *)(void *)mem, NULL, 0, NULL, 0};
-    b.heap = (sp_pair *)(void *)(b.sym + n + 1);
+    b.heap = (sp_pair *)(void *)(mem + ((n + 1) * sizeof(sp_sym) + 7) / 8 * 8);
     b.unused = (sp_unused *)(void *)(b.heap + 3 * n + 1);
     const int has_user = (m->up.flags & ET_SP_HAS_USER) != 0;
     int32_t count = 0;
@@ -385,24 +396,48 @@ static int sp_bpe_run(const et_model *m, const uint8_t *s, size_t n, uint8_t *me
         size_t ud = has_user ? user_defined_prefix(m, s + at, n - at) : 0;
         size_t len = ud ? ud : one_char_len(s + at, n - at);
         b.sym[count] = (sp_sym){(uint32_t)at, (uint32_t)len | (ud ? SYM_FROZEN : 0u), count - 1,
-                                at + len < n ? count + 1 : -1};
+                                at + len < n ? count + 1 : -1, et_trie_walk(m, 0, s + at, len)};
         at += len;
     }
-    for (int32_t i = 1; i < count; i++) maybe_pair(&b, i - 1, i);
-    while (b.nheap) {
-        sp_pair top = pair_pop(b.heap, &b.nheap);
-        sp_sym *l = &b.sym[top.left], *r = &b.sym[top.right];
-        if (l->len == 0 || r->len == 0 || l->len + r->len != top.size) continue; /* stale */
-        l->len += r->len;
-        l->next = r->next;
-        if (r->next >= 0) b.sym[r->next].prev = (int32_t)top.left;
-        r->len = 0;
-        maybe_pair(&b, l->prev, (int32_t)top.left);
-        maybe_pair(&b, (int32_t)top.left, l->next);
+    /* With ET_SP_WORDS no merge crosses the start of a word (U+2581 after another character,
+     * or a user-defined piece), and each word's merges come in the same order as on one heap
+     * for all: words are merged one at a time, on small heaps. */
+    const int by_word = (m->up.flags & ET_SP_WORDS) != 0;
+    for (int32_t a = 0; a < count;) {
+        int32_t z = count;
+        if (by_word) {
+            for (z = a + 1; z < count; z++)
+                if (((b.sym[z].len | b.sym[z - 1].len) & SYM_FROZEN) ||
+                    (is_space_symbol(s, &b.sym[z]) && !is_space_symbol(s, &b.sym[z - 1])))
+                    break;
+            b.sym[z - 1].next = -1;
+        }
+        for (int32_t i = a + 1; i < z; i++) maybe_pair(&b, i - 1, i);
+        while (b.nheap) {
+            sp_pair top = pair_pop(b.heap, &b.nheap);
+            sp_sym *l = &b.sym[top.left], *r = &b.sym[top.right];
+            if (l->len == 0 || r->len == 0 || l->len + r->len != top.size) continue; /* stale */
+            l->len += r->len;
+            l->node = top.node;
+            l->next = r->next;
+            if (r->next >= 0) b.sym[r->next].prev = (int32_t)top.left;
+            r->len = 0;
+            maybe_pair(&b, l->prev, (int32_t)top.left);
+            maybe_pair(&b, (int32_t)top.left, l->next);
+        }
+        if (z < count) { /* link the word's last symbol to the next word, for the output */
+            int32_t i = a;
+            while (b.sym[i].next >= 0) i = b.sym[i].next;
+            b.sym[i].next = z;
+            b.sym[z].prev = -1;
+        }
+        a = z;
     }
     emitter e = {m, s, out, cap, 0, 0};
     for (int32_t i = count ? 0 : -1; i >= 0; i = b.sym[i].next)
-        if (!sp_emit(&b, &e, b.sym[i].start, b.sym[i].len & ~SYM_FROZEN, 0)) return ET_E_FULL;
+        if (!sp_emit(&b, &e, b.sym[i].start, b.sym[i].len & ~SYM_FROZEN,
+                     sp_id_at(m, b.sym[i].node), 0))
+            return ET_E_FULL;
     *n_out = e.w;
     return ET_OK;
 }
