@@ -30,6 +30,7 @@ def main() -> None:
     args = ap.parse_args()
     import sentencepiece as spm
 
+    gguf = None
     if args.gguf:
         from edgetok.fetch import sdist_members
 
@@ -53,8 +54,16 @@ def main() -> None:
         path = f"{d}/m.model"
     sp = spm.SentencePieceProcessor(model_file=path)
     enc = edgetok.load(path)
-    print(f"model: {path} ({args.vocab if not args.model else '?'} pieces), edgetok model memory: {enc.model.backing}")
-    print(f"{'tokens':>8}{'bytes':>9}{'sp p50 us':>12}{'sp p99':>9}{'edgetok p50':>13}{'p99':>9}{'speed-up':>10}")
+    contenders = {"sentencepiece": sp.encode, "edgetok": enc.encode}
+    if args.gguf == "xlmr":
+        # Hugging Face tokenizers' Unigram with XLM-R's tokenizer.json normaliser: the same ids
+        # as sentencepiece on text whose whitespace is single spaces, so the samples are that
+        contenders["tokenizers"] = hf_unigram(gguf)
+        text = " ".join(text.split())
+    print(f"model: {path} ({args.vocab if not args.model else '?'} pieces), edgetok model "
+          f"memory: {enc.model.backing}; per encode, microseconds, p50 / p99")
+    names = list(contenders)
+    print(f"{'tokens':>8}{'bytes':>8}" + "".join(f"{n:>22}" for n in names) + "   edgetok speed-up")
     for target in (128, 512, 1024, 4096, 16384):
         # a slice of real text with about `target` tokens
         lo, hi = 1, len(text)
@@ -65,17 +74,56 @@ def main() -> None:
             else:
                 hi = mid
         sample = text[:lo]
-        assert enc.encode(sample) == sp.encode(sample)
+        want = sp.encode(sample)
+        for name, fn in contenders.items():
+            assert fn(sample) == want, f"{name} differs from sentencepiece"
         runs = max(20, 20000 // target)
-        ts: dict[str, list[float]] = {"sp": [], "et": []}
+        ts: dict[str, list[float]] = {n: [] for n in names}
         for _ in range(runs):
-            for k, fn in (("sp", sp.encode), ("et", enc.encode)):
+            for k, fn in contenders.items():
                 t0 = time.perf_counter()
                 fn(sample)
                 ts[k].append(time.perf_counter() - t0)
         q = {k: (statistics.median(v) * 1e6, statistics.quantiles(v, n=100)[98] * 1e6) for k, v in ts.items()}
-        print(f"{target:>8}{len(sample.encode()):>9}{q['sp'][0]:>12.1f}{q['sp'][1]:>9.1f}"
-              f"{q['et'][0]:>13.1f}{q['et'][1]:>9.1f}{q['sp'][0] / q['et'][0]:>9.2f}x")
+        ups = ", ".join(f"{q[n][0] / q['edgetok'][0]:.2f}x {n}" for n in names if n != "edgetok")
+        print(f"{target:>8}{len(sample.encode()):>8}"
+              + "".join(f"{q[n][0]:>13.1f} / {q[n][1]:>6.1f}" for n in names) + f"   {ups}")
+    # huge pages: the same model as an .etok file, mmapped, with and without EDGETOK_HUGEPAGES
+    from edgetok._ffi import Model
+    from edgetok.compiler import compile_source
+    from edgetok.encoding import Encoding
+
+    etok = Path(tempfile.mkdtemp()) / "m.etok"
+    etok.write_bytes(compile_source(path))
+    sample = text[:60000]
+    for huge in (False, True):
+        e = Encoding("m", Model.open(str(etok), hugepages=huge))
+        assert e.encode(sample) == sp.encode(sample)
+        ts = []
+        for _ in range(30):
+            t0 = time.perf_counter()
+            e.encode(sample)
+            ts.append(time.perf_counter() - t0)
+        print(f"60k characters, model {'with' if huge else 'without'} huge pages "
+              f"({e.model.backing}): p50 {statistics.median(ts) * 1e6:.0f} us")
+
+
+def hf_unigram(gguf: Path):  # type: ignore[no-untyped-def]
+    """A tokenizers.Tokenizer for the GGUF's Unigram vocabulary, set up as XLM-R's
+    tokenizer.json: the precompiled charsmap, runs of spaces to one, Metaspace."""
+    from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
+
+    from edgetok.gguf import read_metadata
+
+    md = read_metadata(gguf)
+    vocab = [(t.decode(), s) for t, s in zip(md["tokenizer.ggml.tokens"], md["tokenizer.ggml.scores"])]
+    tok = Tokenizer(models.Unigram(vocab, unk_id=md["tokenizer.ggml.unknown_token_id"],
+                                   byte_fallback=False))
+    charsmap = bytes(x & 0xFF for x in md["tokenizer.ggml.precompiled_charsmap"])
+    tok.normalizer = normalizers.Sequence([normalizers.Precompiled(charsmap),
+                                           normalizers.Replace(Regex(" {2,}"), " ")])
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
+    return lambda t: tok.encode(t, add_special_tokens=False).ids
 
 
 if __name__ == "__main__":
