@@ -400,7 +400,11 @@ def chunk(file: str, max_tokens: int, overlap: int, boundary: str, fmt: str, enc
               help="How tiktoken vocabularies split text, regex-free: the pattern of cl100k_base, "
               "o200k_base, GPT-2 (r50k/p50k), Llama-3 (the older cl100k one) or Qwen2 (Llama-3's "
               "with one digit a piece). GGUF and tokenizer.json files name their own.")
-def compile_(vocab: str, output: str, specials: tuple[str, ...], pretokenizer: str) -> None:
+@click.option("--pattern", metavar="REGEX",
+              help="Instead of --pretokenizer: the vocabulary's own pattern. One a regex-free "
+              "pretokenizer reproduces gets it; any other runs through the `regex` module.")
+def compile_(vocab: str, output: str, specials: tuple[str, ...], pretokenizer: str,
+             pattern: str | None) -> None:
     """Compile a vocabulary into an .etok model, for --model on every command and
     edgetok.load(): a tiktoken file (base64 token and rank per line; gzip is fine), a GGUF
     model file or a Hugging Face tokenizer.json with byte-level BPE (GPT-2, Llama-3, Qwen2
@@ -425,7 +429,7 @@ def compile_(vocab: str, output: str, specials: tuple[str, ...], pretokenizer: s
             raise Failure(f"--special {s!r}: expected TOKEN=ID")
         spec[name] = int(num)
     try:
-        image = compile_source(vocab, specials=spec, pretokenizer=pretokenizer)
+        image = compile_source(vocab, specials=spec, pretokenizer=pretokenizer, pattern=pattern)
     except FileNotFoundError:
         raise Failure(f"{vocab}: no such file") from None
     except (ValueError, OSError) as e:

@@ -76,11 +76,28 @@ def parse_tiktoken(data: bytes, source: str = "vocabulary") -> list[tuple[bytes,
 
 
 def compile_tiktoken(path: str | Path, *, specials: dict[str, int] | None = None,
-                     pretokenizer: str = "cl100k", expected_sha256: str | None = None) -> bytes:
+                     pretokenizer: str = "cl100k", expected_sha256: str | None = None,
+                     pattern: str | None = None) -> bytes:
     """Compile a tiktoken vocabulary file into an .etok image (rank == id), split by one of
-    the regex-free pretokenizers (PATTERNS)."""
+    the regex-free pretokenizers (PATTERNS), or by pattern: a regex, which gets the
+    regex-free pretokenizer that reproduces it, if any, else runs through the `regex` module."""
     if pretokenizer not in PATTERNS:
         raise ModelError(f"unknown pretokenizer {pretokenizer!r}: one of {', '.join(PATTERNS)}")
+    if pattern is not None:
+        import json
+
+        from .hf import KNOWN
+
+        if pattern in KNOWN:
+            pretokenizer = KNOWN[pattern]
+        else:
+            try:
+                import regex
+
+                regex.compile(pattern)
+            except Exception as e:  # noqa: BLE001 - any compile error is the user's pattern
+                raise ModelError(f"--pattern {pattern!r}: not a regex ({e})") from None
+            pretokenizer, pattern = "regex", json.dumps([pattern])
     data = read_tiktoken(path)
     if expected_sha256 is not None:
         got = hashlib.sha256(data).hexdigest()
@@ -88,7 +105,7 @@ def compile_tiktoken(path: str | Path, *, specials: dict[str, int] | None = None
             raise ModelError(f"{path}: sha256 {got} != expected {expected_sha256}")
     tokens = parse_tiktoken(data, str(path))
     spec = [(k.encode(), v) for k, v in (specials or {}).items()]
-    return compile_bpe(tokens, spec, PATTERNS[pretokenizer], pretokenizer)
+    return compile_bpe(tokens, spec, pattern or PATTERNS[pretokenizer], pretokenizer)
 
 
 def is_sentencepiece(path: str | Path) -> bool:
@@ -110,7 +127,7 @@ def source_kind(path: str | Path) -> str:
 
 
 def compile_source(path: str | Path, *, specials: dict[str, int] | None = None,
-                   pretokenizer: str = "cl100k") -> bytes:
+                   pretokenizer: str = "cl100k", pattern: str | None = None) -> bytes:
     """Compile any supported vocabulary file: a GGUF file or a Hugging Face tokenizer.json
     (byte-level BPE), a SentencePiece .model (Unigram) or a tiktoken file (with the named
     pretokenizer and the given special tokens)."""
@@ -127,7 +144,7 @@ def compile_source(path: str | Path, *, specials: dict[str, int] | None = None,
         from .spm import read
 
         return read(path).compile()
-    return compile_tiktoken(path, specials=specials, pretokenizer=pretokenizer)
+    return compile_tiktoken(path, specials=specials, pretokenizer=pretokenizer, pattern=pattern)
 
 
 def gpt2_vocabularies() -> dict[str, bytes]:

@@ -169,3 +169,27 @@ def test_tiktoken_file_named_model(tmp_path, corpora):  # type: ignore[no-untype
     assert p.returncode == 0, p.stderr
     text = corpora["english"][:20000]
     assert edgetok.load(out).encode(text) == reference.tiktoken_encoding("r50k_base").encode(text)
+
+
+@pytest.mark.parametrize("pattern", ["r50k", r"""\p{N}|'s|'t| ?\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""])
+def test_compile_with_pattern(tmp_path, corpora, pattern):  # type: ignore[no-untyped-def]
+    # --pattern: tiktoken's own r50k pattern gets the regex-free GPT-2 pretokenizer; a pattern
+    # of our own (every digit alone) runs through the `regex` module; tiktoken runs the same
+    import tiktoken
+    import tiktoken_ext.openai_public as op
+
+    pat = op.r50k_pat_str if pattern == "r50k" else pattern
+    cl = reference.tiktoken_encoding("cl100k_base")
+    ranks = dict(sorted(cl._mergeable_ranks.items(), key=lambda kv: kv[1])[:20000])
+    f = tmp_path / "small.tiktoken"
+    f.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % r for t, r in ranks.items()))
+    out = tmp_path / "small.etok"
+    p = subprocess.run([sys.executable, "-m", "edgetok_cli.main", "compile", str(f), "-o", str(out),
+                        "--pattern", pat], capture_output=True)
+    assert p.returncode == 0, p.stderr
+    enc = edgetok.load(out)
+    assert enc.model.regex_split == (pattern != "r50k")
+    ref = tiktoken.Encoding("small", pat_str=pat, mergeable_ranks=ranks, special_tokens={})
+    for kind, text in corpora.items():
+        text = "".join(c for c in text[:50000] if ord(c) not in DIFFERS)
+        assert enc.encode_ordinary(text) == ref.encode_ordinary(text), kind
