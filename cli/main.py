@@ -168,9 +168,11 @@ def resolve_jobs(jobs: int | None) -> int:
 @click.option("--special-as-text", is_flag=True, help=TEXT_HELP)
 @click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict",
               show_default=True, help=ERRORS_HELP)
+@click.option("--bos", is_flag=True, help="Start with the model's BOS id (SentencePiece models).")
+@click.option("--eos", is_flag=True, help="End with the model's EOS id (SentencePiece models).")
 @jobs_option
 def encode(file: str, encoding: str, model: str | None, fmt: str, allow_special: bool,
-           special_as_text: bool, errors: str, jobs: int | None) -> None:
+           special_as_text: bool, errors: str, bos: bool, eos: bool, jobs: int | None) -> None:
     """Print the token ids of FILE (default: stdin).
 
     Large inputs stream with bounded memory and give the same ids as encoding the whole text.
@@ -180,10 +182,18 @@ def encode(file: str, encoding: str, model: str | None, fmt: str, allow_special:
       echo "Hello world" | edgetok encode
       edgetok encode book.txt --format json > ids.json
       edgetok encode prompt.txt --allow-special --format tokens
+      edgetok encode --model xlm-roberta.model --bos --eos query.txt
     """
+    import itertools
+
     from edgetok.stream import encode_stream
 
     enc = load_encoding(encoding, model)
+    try:
+        head = [[enc._bos_eos("bos")]] if bos else []
+        tail = [[enc._bos_eos("eos")]] if eos else []
+    except ValueError as e:
+        raise Failure(f"{e} (--bos and --eos are for SentencePiece models)") from None
     out = sys.stdout
     allowed, disallowed = special_policy(allow_special, special_as_text)
     first = True
@@ -191,8 +201,9 @@ def encode(file: str, encoding: str, model: str | None, fmt: str, allow_special:
         out.write("[")
     try:
         jobs = resolve_jobs(jobs)
-        for ids in encode_stream(enc, text_chunks(file, errors, jobs), allowed_special=allowed,
-                                 disallowed_special=disallowed, jobs=jobs):
+        for ids in itertools.chain(head, encode_stream(
+                enc, text_chunks(file, errors, jobs), allowed_special=allowed,
+                disallowed_special=disallowed, jobs=jobs), tail):
             assert isinstance(ids, list)
             if fmt == "tokens":
                 out.write("".join(f"{i}\t{token_text(enc.decode_single_token_bytes(i))}\n"

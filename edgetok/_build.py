@@ -43,11 +43,13 @@ size_t et_model_size(const et_model *m);
 uint32_t et_model_max_token_len(const et_model *m);
 int et_model_backtracks(const et_model *m);
 int et_model_nfc(const et_model *m);
+int et_model_bos_eos(const et_model *m, uint32_t *bos, uint32_t *eos);
 uint32_t et_model_kind(const et_model *m);
 size_t et_encode_bound(const et_model *m, size_t len);
 int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const float *scores,
                        const uint8_t *types, const char *charsmap, size_t charsmap_len,
-                       uint32_t flags, uint32_t unk_id, const char *unk_surface,
+                       uint32_t flags, uint32_t unk_id, uint32_t bos_id, uint32_t eos_id,
+                       const char *unk_surface,
                        uint8_t **out, size_t *out_len);
 int et_token_bytes(const et_model *m, uint32_t id, const uint8_t **ptr, size_t *len);
 int et_token_lookup(const et_model *m, const char *s, size_t len, uint32_t *id);

@@ -16,6 +16,7 @@ from ._ids import to_list
 from ._native import ffi, lib
 
 FINAL = lib.ET_FINAL
+NONE = 0xFFFFFFFF  # ET_NONE: no such id
 
 
 class ModelError(ValueError):
@@ -55,6 +56,13 @@ class Model:
         self.pretok: int = lib.et_model_pretok(handle, param)
         self.pretok_param: int = param[0]
         self.nfc: bool = bool(lib.et_model_nfc(handle))
+        be = ffi.new("uint32_t[2]")
+        # a SentencePiece model's BOS and EOS ids (None: it has none, or is not SentencePiece)
+        self.bos: int | None = None
+        self.eos: int | None = None
+        if lib.et_model_bos_eos(handle, be, be + 1) == lib.ET_OK:
+            self.bos = None if be[0] == NONE else be[0]
+            self.eos = None if be[1] == NONE else be[1]
         self._splitter: list | None = None  # type: ignore[type-arg]
 
     @classmethod
@@ -407,7 +415,8 @@ def compile_bpe(tokens: list[tuple[bytes, int]], specials: list[tuple[bytes, int
 
 
 def compile_unigram(pieces: list[bytes], scores: list[float], types: bytes, charsmap: bytes,
-                    flags: int, unk_id: int, unk_surface: str) -> bytes:
+                    flags: int, unk_id: int, unk_surface: str, bos_id: int | None = None,
+                    eos_id: int | None = None) -> bytes:
     """An .etok image of a SentencePiece Unigram model (see et_compile_unigram)."""
     off = [0]
     for p in pieces:
@@ -416,7 +425,8 @@ def compile_unigram(pieces: list[bytes], scores: list[float], types: bytes, char
     out_len = ffi.new("size_t *")
     rc = lib.et_compile_unigram(b"".join(pieces), ffi.new("uint32_t[]", off), len(pieces),
                                 ffi.new("float[]", scores), types, charsmap, len(charsmap),
-                                flags, unk_id, unk_surface.encode(), out, out_len)
+                                flags, unk_id, NONE if bos_id is None else bos_id,
+                                NONE if eos_id is None else eos_id, unk_surface.encode(), out, out_len)
     check(rc, "cannot compile the SentencePiece model")
     try:
         return ffi.buffer(out[0], out_len[0])[:]

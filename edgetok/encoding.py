@@ -150,13 +150,28 @@ class Encoding:
 
     def encode(self, text: str, *,
                allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
-               disallowed_special: "Literal['all'] | Collection[str]" = "all") -> list[int]:
+               disallowed_special: "Literal['all'] | Collection[str]" = "all",
+               add_bos: bool = False, add_eos: bool = False) -> list[int]:
         """Ids of text. Special tokens in allowed_special become their ids; any other special
-        token found in the text raises ValueError unless disallowed_special excludes it."""
+        token found in the text raises ValueError unless disallowed_special excludes it.
+        add_bos / add_eos put a SentencePiece model's BOS / EOS id around them (as
+        sentencepiece's encode(text, add_bos=True, add_eos=True))."""
         if (not allowed_special and disallowed_special == "all"
                 and not self._may_hold_special(text)):
-            return self._model.encode(self._bytes(text))[0]
-        return self._encode(text, allowed_special, disallowed_special, 1)
+            ids = self._model.encode(self._bytes(text))[0]
+        else:
+            ids = self._encode(text, allowed_special, disallowed_special, 1)
+        if add_bos:
+            ids.insert(0, self._bos_eos("bos"))
+        if add_eos:
+            ids.append(self._bos_eos("eos"))
+        return ids
+
+    def _bos_eos(self, which: str) -> int:
+        i = self._model.bos if which == "bos" else self._model.eos
+        if i is None:
+            raise ValueError(f"{self.name} has no {which.upper()} token")
+        return i
 
     def count(self, text: str, *,
               allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006

@@ -57,6 +57,7 @@ class SentencePieceModel:
         self.byte_fallback = False
         self.treat_ws_as_suffix = False
         self.unk_id = 0
+        bos_piece, eos_piece = b"<s>", b"</s>"  # sentencepiece's defaults
         self.unk_surface = " \u2047 "
         self.add_dummy_prefix = self.remove_extra_ws = self.escape_ws = True
         self.charsmap = b""
@@ -84,6 +85,10 @@ class SentencePieceModel:
                             self.byte_fallback = bool(x)
                         elif f == 40:
                             self.unk_id = x
+                        elif f == 46:
+                            bos_piece = x
+                        elif f == 47:
+                            eos_piece = x
                         elif f == 44:
                             self.unk_surface = x.decode("utf-8")
                 elif num == 3:  # NormalizerSpec
@@ -100,6 +105,10 @@ class SentencePieceModel:
             raise ModelError(f"{source}: not a SentencePiece model ({e})") from None
         if not self.pieces:
             raise ModelError(f"{source}: not a SentencePiece model (no pieces)")
+        # as sentencepiece: BOS and EOS are the pieces so named, if they are control pieces
+        ids = {p: i for i, p in enumerate(self.pieces) if self.types[i] == CONTROL}
+        self.bos_id: int | None = ids.get(bos_piece)
+        self.eos_id: int | None = ids.get(eos_piece)
         if self.model_type not in (UNIGRAM, BPE):
             raise ModelError(f"{source}: SentencePiece model type {self.model_type} is not "
                              "supported (only Unigram and BPE)")
@@ -112,7 +121,7 @@ class SentencePieceModel:
 
     def compile(self) -> bytes:
         return compile_unigram(self.pieces, self.scores, bytes(self.types), self.charsmap,
-                               self.flags, self.unk_id, self.unk_surface)
+                               self.flags, self.unk_id, self.unk_surface, self.bos_id, self.eos_id)
 
 
 def from_gguf(md: dict, source: str) -> SentencePieceModel:  # type: ignore[type-arg]
@@ -138,6 +147,9 @@ def from_gguf(md: dict, source: str) -> SentencePieceModel:  # type: ignore[type
     if not 0 <= sp.unk_id < n:
         raise ModelError(f"{source}: unknown-token id {sp.unk_id} out of range")
     sp.unk_surface = " \u2047 "
+    for what, key in (("bos_id", "tokenizer.ggml.bos_token_id"), ("eos_id", "tokenizer.ggml.eos_token_id")):
+        v = md.get(key)
+        setattr(sp, what, int(v) if v is not None and 0 <= int(v) < n else None)
     sp.add_dummy_prefix = bool(md.get("tokenizer.ggml.add_space_prefix", True))
     sp.remove_extra_ws = bool(md.get("tokenizer.ggml.remove_extra_whitespaces", False))
     sp.escape_ws = True

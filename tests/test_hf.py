@@ -218,6 +218,7 @@ def test_gguf_sentencepiece_real_text(spm_pairs, corpora):  # type: ignore[no-un
     for name, (enc, sp) in spm_pairs.items():
         assert enc.model.kind == ("unigram" if name == XLMR else "sp-bpe")
         assert enc.n_vocab == sp.get_piece_size()
+        assert (enc.model.bos, enc.model.eos) == (sp.bos_id(), sp.eos_id())
         for kind, text in corpora.items():
             lines = text[:40000].splitlines()
             assert [enc.encode(line) for line in lines] == sp.encode(lines), (name, kind)

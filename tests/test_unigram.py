@@ -55,6 +55,8 @@ def test_real_text(trained, corpora, name):  # type: ignore[no-untyped-def]
         assert enc.encode(whole) == sp.encode(whole)
         ids = sp.encode(whole)
         assert enc.decode(ids) == sp.decode(ids)
+    line = corpora["english"][:200]
+    assert enc.encode(line, add_bos=True, add_eos=True) == sp.encode(line, add_bos=True, add_eos=True)
 
 
 @given(st.one_of(texts, any_text, st.text(st.sampled_from(" \t\n\u3000\u00a0abcÀﬁ①ｶﾞ<sep>edgetok"), max_size=40)))
@@ -82,6 +84,9 @@ def test_cli_and_compile(trained, tmp_path):  # type: ignore[no-untyped-def]
                            input=text.encode(), capture_output=True)
         assert p.returncode == 0, p.stderr
         assert list(map(int, p.stdout.split())) == sp.encode(text)
+        p = subprocess.run([sys.executable, "-m", "edgetok_cli.main", "encode", "--model", model,
+                            "--bos", "--eos"], input=text.encode(), capture_output=True)
+        assert list(map(int, p.stdout.split())) == sp.encode(text, add_bos=True, add_eos=True)
 
 
 def test_damaged_model_is_an_error(trained, tmp_path):  # type: ignore[no-untyped-def]

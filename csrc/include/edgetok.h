@@ -76,6 +76,10 @@ uint32_t et_model_pretok(const et_model *m, uint32_t *param);
 /* Whether text must be in Unicode NFC before encoding (the caller normalises; C does not). */
 int et_model_nfc(const et_model *m);
 
+/* A SentencePiece model's BOS and EOS piece ids (ET_NONE where it has none); ET_E_ARG for
+ * other models. Encoding never adds them: the caller puts them around the ids it wants. */
+int et_model_bos_eos(const et_model *m, uint32_t *bos, uint32_t *eos);
+
 /* How the model's memory is backed: "mmap", "hugetlb", "thp", "heap" or "buffer". */
 const char *et_model_backing(const et_model *m);
 
@@ -214,12 +218,12 @@ int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, 
  * scores and types (1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte), the
  * precompiled normaliser charsmap (may be empty), flags (1 add dummy prefix, 2 remove extra
  * whitespace, 4 escape whitespace, 8 byte fallback, 16 whitespace as suffix, 64 a BPE model:
- * merges by score instead of the Viterbi) and the unknown
- * piece's id, and the text <unk> decodes to. Output as et_compile_bpe. */
+ * merges by score instead of the Viterbi), the unknown, BOS and EOS pieces' ids (the last
+ * two ET_NONE when absent), and the text <unk> decodes to. Output as et_compile_bpe. */
 int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const float *scores,
                        const uint8_t *types, const char *charsmap, size_t charsmap_len,
-                       uint32_t flags, uint32_t unk_id, const char *unk_surface,
-                       uint8_t **out, size_t *out_len);
+                       uint32_t flags, uint32_t unk_id, uint32_t bos_id, uint32_t eos_id,
+                       const char *unk_surface, uint8_t **out, size_t *out_len);
 
 /* Frees memory returned by edgetok (et_compile_bpe). */
 void et_free(void *p);

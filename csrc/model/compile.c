@@ -306,11 +306,12 @@ int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, 
 
 int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const float *scores,
                        const uint8_t *types, const char *charsmap, size_t charsmap_len,
-                       uint32_t flags, uint32_t unk_id, const char *unk_surface,
-                       uint8_t **out, size_t *out_len)
+                       uint32_t flags, uint32_t unk_id, uint32_t bos_id, uint32_t eos_id,
+                       const char *unk_surface, uint8_t **out, size_t *out_len)
 {
     if (!out || !out_len || !n || !bytes || !off || !scores || !types || !unk_surface ||
-        (charsmap_len && !charsmap) || n > 0x7FFFFFFFu || unk_id >= n)
+        (charsmap_len && !charsmap) || n > 0x7FFFFFFFu || unk_id >= n ||
+        (bos_id != ET_NONE && bos_id >= n) || (eos_id != ET_NONE && eos_id >= n))
         return ET_E_ARG;
     /* trie pieces (normal, user-defined, unused) and the rest ("specials"), by id */
     uint32_t *ids = malloc((size_t)n * 4), *tb = malloc((size_t)n * 4 + 4),
@@ -319,7 +320,7 @@ int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const
     int rc = ET_OK;
     if (!ids || !tb || !sids || !sb) { rc = ET_E_NOMEM; goto out; }
     memset(byteids, 0xFF, sizeof byteids);
-    et_uparam up = {unk_id, flags, 3.402823466e+38f, -3.402823466e+38f, {0, 0, 0, 0}};
+    et_uparam up = {unk_id, flags, 3.402823466e+38f, -3.402823466e+38f, {0, 0, 0, 0}, bos_id, eos_id};
     for (unsigned c = 0; c < 128; c++)
         if (et_charsmap_starts((const uint8_t *)charsmap, charsmap_len, (uint8_t)c))
             up.ascii_rules[c >> 5] |= 1u << (c & 31);

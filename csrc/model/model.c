@@ -147,6 +147,9 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
         m->charsmap = p;
         m->charsmap_size = got;
         if (m->up.unk_id >= m->n_vocab) return ET_E_FORMAT;
+        if ((m->up.bos_id != ET_NONE && m->up.bos_id >= m->n_vocab) ||
+            (m->up.eos_id != ET_NONE && m->up.eos_id >= m->n_vocab))
+            return ET_E_FORMAT;
     } else {
         if (h->n_vocab < 256) return ET_E_FORMAT;
         if ((rc = section(h, size, ET_SEC_PATTERN, 0, &p, &got))) return rc;
@@ -301,6 +304,14 @@ size_t et_model_size(const et_model *m) { return m->size; }
 uint32_t et_model_max_token_len(const et_model *m) { return m->max_token_len; }
 int et_model_backtracks(const et_model *m) { return (m->flags & ET_FLAG_BACKTRACK) != 0; }
 int et_model_nfc(const et_model *m) { return (m->flags & ET_FLAG_NFC) != 0; }
+
+int et_model_bos_eos(const et_model *m, uint32_t *bos, uint32_t *eos)
+{
+    if (!m || !bos || !eos || m->kind != ET_KIND_UNIGRAM) return ET_E_ARG;
+    *bos = m->up.bos_id;
+    *eos = m->up.eos_id;
+    return ET_OK;
+}
 uint32_t et_model_kind(const et_model *m)
 {
     return m->kind == ET_KIND_UNIGRAM && (m->up.flags & ET_SP_BPE) ? ET_MODEL_SP_BPE : m->kind;

@@ -35,7 +35,7 @@
 #include "../include/edgetok.h"
 
 #define ET_NONE 0xFFFFFFFFu
-#define ET_FORMAT_VERSION 3u
+#define ET_FORMAT_VERSION 4u
 #define ET_KIND_BPE 1u
 #define ET_KIND_UNIGRAM 2u
 #define ET_FLAG_BACKTRACK 1u
@@ -60,6 +60,7 @@ typedef struct {
     uint32_t unk_id, flags;
     float min_score, max_score; /* over NORMAL pieces */
     uint32_t ascii_rules[4];    /* bit b: some charsmap rule starts with ASCII byte b */
+    uint32_t bos_id, eos_id;    /* the model's BOS and EOS pieces, or ET_NONE */
 } et_uparam;
 
 enum { ET_SEC_CELLS, ET_SEC_VALUES, ET_SEC_TOKOFF, ET_SEC_BLOB, ET_SEC_SPECIALS,
