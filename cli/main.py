@@ -35,7 +35,7 @@ def load_encoding(encoding: str, model: str | None) -> "edgetok.Encoding":
 def model_options(f):  # type: ignore[no-untyped-def]
     f = click.option("-m", "--model", metavar="PATH",
                      help="An .etok model, or a GGUF, tokenizer.json, SentencePiece .model or tiktoken "
-                     "file compiled in memory (instead of --encoding).")(f)
+                     "file, compiled on first use and cached (instead of --encoding).")(f)
     f = click.option("-e", "--encoding", default="cl100k_base", show_default=True,
                      help="Built-in encoding (see `edgetok info --list`).")(f)
     return f
@@ -421,7 +421,8 @@ def compile_(vocab: str, output: str, specials: tuple[str, ...], pretokenizer: s
     model file or a Hugging Face tokenizer.json with byte-level BPE (GPT-2, Llama-3, Qwen2
     and the like; other pre-tokenizer patterns run through the `regex` module), or a
     SentencePiece Unigram .model (XLM-R, T5, ALBERT and their fine-tunes). --model also takes
-    these files directly, compiling them in memory on each run.
+    these files directly, compiling them on first use into ~/.cache/edgetok/models
+    (keyed on path, size and modification time; EDGETOK_NO_CACHE=1 compiles every time).
 
     \b
     Example:

@@ -42,10 +42,26 @@ def get_encoding(name: str) -> "Encoding":
         return _cache[name]
 
 
+def _cached(p: Path) -> Path | None:
+    """Where the compiled form of source file p is kept: the cache, keyed on the file's path,
+    size and modification time and on this edgetok's version (EDGETOK_NO_CACHE=1: None)."""
+    if os.environ.get("EDGETOK_NO_CACHE", "") not in ("", "0"):
+        return None
+    import hashlib
+
+    from . import __version__
+    from .fetch import cache_dir
+
+    st = p.stat()
+    key = f"{p.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{__version__}"
+    return cache_dir() / "models" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".etok")
+
+
 def load(path: str | os.PathLike[str], *, name: str | None = None) -> "Encoding":
-    """An Encoding for a model file: an .etok model, or compiled in memory: a GGUF file or a
-    tokenizer.json (byte-level BPE), a SentencePiece .model (Unigram), or a tiktoken
-    vocabulary (with the cl100k_base pattern, no special tokens)."""
+    """An Encoding for a model file: an .etok model, or a source compiled on first use and
+    kept in the cache (~/.cache/edgetok/models; then mmapped like an .etok): a GGUF file or a
+    tokenizer.json (byte-level BPE, SentencePiece from GGUF), a SentencePiece .model, or a
+    tiktoken vocabulary (with the cl100k_base pattern, no special tokens)."""
     from ._ffi import Model
     from .encoding import Encoding
 
@@ -55,7 +71,27 @@ def load(path: str | os.PathLike[str], *, name: str | None = None) -> "Encoding"
     if magic == b"EDGETOK\0":
         model = Model.open(str(p), hugepages=_hugepages())
     else:
-        from .compiler import compile_source
+        from ._ffi import ModelError
 
-        model = Model.from_bytes(compile_source(p), str(p))
+        cached = _cached(p)
+        model = None
+        if cached is not None and cached.exists():
+            try:
+                model = Model.open(str(cached), hugepages=_hugepages())
+                model.source = str(p)
+            except ModelError:
+                model = None  # damaged or from another format: compile again
+        if model is None:
+            from .compiler import compile_source
+
+            image = compile_source(p)
+            model = Model.from_bytes(image, str(p))
+            if cached is not None:
+                try:
+                    cached.parent.mkdir(parents=True, exist_ok=True)
+                    tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+                    tmp.write_bytes(image)
+                    tmp.replace(cached)
+                except OSError:
+                    pass  # a read-only cache only costs the next run a compile
     return Encoding(name or p.name.split(".")[0], model)

@@ -233,3 +233,25 @@ def test_gguf_sentencepiece_real_text(spm_pairs, corpora):  # type: ignore[no-un
 def test_gguf_sentencepiece_generated(spm_pairs, text):  # type: ignore[no-untyped-def]
     for enc, sp in spm_pairs.values():
         assert enc.encode(text) == sp.encode(text)
+
+
+def test_model_cache(vocab, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    # a source file is compiled once, then mmapped from the cache; a changed file recompiles
+    import shutil
+
+    monkeypatch.setenv("EDGETOK_NO_CACHE", "0")
+    monkeypatch.setenv("EDGETOK_CACHE", str(tmp_path / "cache"))
+    src = tmp_path / "gpt2.gguf"
+    shutil.copyfile(vocab["gpt-2"], src)
+    first = edgetok.load(src)
+    assert first.model.backing == "buffer"
+    again = edgetok.load(src)
+    assert again.model.backing == "mmap" and again.model.source == str(src)
+    text = "Cached models give the same ids. 12345"
+    assert again.encode(text) == first.encode(text)
+    (tmp_path / "cache" / "models").joinpath(next(iter(
+        (tmp_path / "cache" / "models").iterdir())).name).write_bytes(b"damaged")
+    assert edgetok.load(src).model.backing == "buffer"  # a damaged entry: compiled again
+    src.write_bytes(src.read_bytes()[:100])  # changed: no stale model, the new file's error
+    with pytest.raises(ModelError):
+        edgetok.load(src)
