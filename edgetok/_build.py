@@ -43,6 +43,7 @@ size_t et_model_size(const et_model *m);
 uint32_t et_model_max_token_len(const et_model *m);
 int et_model_backtracks(const et_model *m);
 int et_model_nfc(const et_model *m);
+int et_model_drops_bytes(const et_model *m);
 int et_model_bos_eos(const et_model *m, uint32_t *bos, uint32_t *eos);
 uint32_t et_model_kind(const et_model *m);
 size_t et_encode_bound(const et_model *m, size_t len);

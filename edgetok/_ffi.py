@@ -56,6 +56,7 @@ class Model:
         self.pretok: int = lib.et_model_pretok(handle, param)
         self.pretok_param: int = param[0]
         self.nfc: bool = bool(lib.et_model_nfc(handle))
+        self.drops_bytes: bool = bool(lib.et_model_drops_bytes(handle))
         be = ffi.new("uint32_t[2]")
         # a SentencePiece model's BOS and EOS ids (None: it has none, or is not SentencePiece)
         self.bos: int | None = None
@@ -307,6 +308,9 @@ class Model:
         """(cut, ids): see et_split_at, for data[start:] (not copied). data[start:start + cut]
         encodes to ids, len(ids) <= n."""
         self._bpe_only("splitting after n tokens")
+        if self.drops_bytes:
+            raise ModelError(f"splitting after n tokens is not available for {self.source}: it "
+                             "drops bytes it has no token for, so tokens do not cover the text")
         src = ffi.from_buffer(data) + start
         size = len(data) - start
         res = ffi.new("size_t[2]")
@@ -405,8 +409,8 @@ def compile_bpe(tokens: list[tuple[bytes, int]], specials: list[tuple[bytes, int
                             *PRETOK_KINDS[pretokenizer], lib.ET_COMPILE_NFC if nfc else 0,
                             pattern.encode(), out, out_len)
     if rc == lib.ET_E_VOCAB:
-        raise ModelError("vocabulary cannot be compiled: it must hold every single byte, "
-                         "with distinct non-empty tokens and distinct ids")
+        raise ModelError("vocabulary cannot be compiled: its tokens must be distinct and "
+                         "non-empty, with distinct ids")
     check(rc, "compile")
     try:
         return ffi.buffer(out[0], out_len[0])[:]

@@ -31,6 +31,9 @@ GGUF_PRE = {
     "qwen2": ([PATTERNS["qwen2"]], True),
     "starcoder": ([r"\p{N}", HF_GPT2_PATTERN], False),
     "refact": ([r"\p{N}", HF_GPT2_PATTERN], False),
+    "falcon": ([r"[\p{P}\$\+<=>\^~\|`]+", HF_GPT2_PATTERN, "[0-9][0-9][0-9]"], False),
+    "deepseek-coder": ([r"[\r\n]", r"\s?\p{L}+", r"\s?\p{P}+",
+                        "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+", r"\p{N}"], False),
     "qwen35": ([r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}"""
                 r"""| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""], False),
 }
@@ -81,11 +84,6 @@ def compile_byte_level(vocab: list[tuple[str, int]], merges: list[tuple[str, str
         last = i
     alphabet = _byte_alphabet()
     tokens = [(_unbyte(t, alphabet, source), i) for t, i in vocab if i not in added_ids]
-    missing = sorted(set(range(256)) - {b[0] for b, _ in tokens if len(b) == 1})
-    if missing:
-        raise ModelError(f"{source}: no token for the bytes {', '.join(f'0x{b:02X}' for b in missing[:6])}"
-                         f"{' ...' if len(missing) > 6 else ''}; vocabularies that leave bytes out "
-                         "(MPT, StarCoder, DeepSeek) are not supported yet")
     if len(patterns) == 1 and patterns[0] in KNOWN:
         family, pattern = KNOWN[patterns[0]], patterns[0]
     else:

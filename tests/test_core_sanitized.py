@@ -161,3 +161,23 @@ def test_sentencepiece_models(etok, vocab, corpora, tmp_path, name):  # type: ig
     p = etok_run(etok, "lines", str(model), str(f))
     assert p.returncode == 0
     assert list(map(int, p.stdout.split())) == [len(x) for x in sp.encode(text.split("\n"))]
+
+
+def test_model_that_drops_bytes(etok, vocab, corpora, tmp_path):  # type: ignore[no-untyped-def]
+    # MPT's vocabulary has no token for some bytes (control characters, bytes UTF-8 never
+    # uses): the C core drops them before merging; checked against the Python path, which
+    # test_hf.py checks against tokenizers
+    import edgetok
+    from edgetok.compiler import compile_source
+
+    enc = edgetok.load(vocab["mpt"])
+    assert enc.model.drops_bytes
+    model = tmp_path / "mpt.etok"
+    model.write_bytes(compile_source(vocab["mpt"]))
+    text = corpora["code"][:30000] + "\x03\x04 tab\x0b\x11x \x13\x13\x13 " + "\x05" * 300 + "ok"
+    f = tmp_path / "t.txt"
+    f.write_text(text)
+    p = etok_run(etok, "encode", str(model), str(f))
+    assert p.returncode == 0 and [int(x) for x in p.stdout.split()] == enc.encode_ordinary(text)
+    p = etok_run(etok, "split", str(model), str(f))
+    assert p.returncode != 0  # refused: tokens no longer cover the text

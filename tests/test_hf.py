@@ -23,11 +23,15 @@ from edgetok.hf import HF_GPT2_PATTERN
 from strategies import texts
 
 LLAMA_CPP = ("llama-cpp-python", "0.3.36")
-NAMES = ["gpt-2", "llama-bpe", "qwen2", "qwen35"]
+NAMES = ["gpt-2", "llama-bpe", "qwen2", "qwen35", "mpt", "starcoder", "refact", "falcon",
+         "deepseek-coder"]
 SPM_NAMES = ["llama-spm", "phi-3"]  # SentencePiece BPE with byte fallback (Llama-2's vocabulary)
 # the pretokenizer each GGUF must get (ET_PRETOK_*: 3 GPT-2, 4 Llama-3 family, 5 the regex
 # fallback: Qwen3.5's pattern takes marks into its words)
-PRETOK = {"gpt-2": 3, "llama-bpe": 4, "qwen2": 4, "qwen35": 5}
+PRETOK = {"gpt-2": 3, "llama-bpe": 4, "qwen2": 4, "qwen35": 5, "mpt": 3, "starcoder": 5,
+          "refact": 5, "falcon": 5, "deepseek-coder": 5}
+# vocabularies without a token for some bytes: those bytes are dropped, as tokenizers does
+DROPS_BYTES = {"mpt", "starcoder", "refact", "falcon", "deepseek-coder"}
 XLMR = "nomic-bert-moe"  # XLM-RoBERTa's 250k Unigram vocabulary
 
 
@@ -59,6 +63,7 @@ def test_reference_strings(vocab, gguf_enc, name):  # type: ignore[no-untyped-de
     else:
         enc = gguf_enc[name]
         assert enc.model.pretok == PRETOK[name] and enc.model.regex_split == (PRETOK[name] == 5)
+        assert enc.model.drops_bytes == (name in DROPS_BYTES)
     with open(vocab[name + ".inp"], encoding="utf-8") as f:
         inputs = f.read().split("\n__ggml_vocab_test__\n")
     with open(vocab[name + ".out"]) as f:

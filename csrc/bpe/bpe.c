@@ -52,7 +52,7 @@ static inline int safe_cut(const et_model *m, const uint8_t *t, size_t len, size
 #else
 #define SMALL_PIECE SMALL_PIECE_OVERRIDE
 #endif
-#define WS_PER_BYTE 48u  /* workspace bytes per piece byte (see heap_merge) */
+#define WS_PER_BYTE 49u  /* workspace bytes per piece byte (see heap_merge and piece_ids) */
 #define WS_MIN_PIECE 256u
 
 #define PAIR_CACHE 8192u /* valid_pair answers remembered per workspace (a power of 2) */
@@ -260,6 +260,8 @@ int et_bpe_tables(const et_model *m, uint32_t *split, uint32_t *prefix, uint32_t
             s = et_trie_next(m, s, q[i]);
         }
         int ordinary = len && s != ET_NONE && m->values[s] == t; /* specials are not in the trie */
+        for (uint32_t i = 0; ordinary && (m->flags & ET_FLAG_GAPS) && i < len; i++)
+            if (m->byteids[q[i]] == ET_NONE) ordinary = 0; /* holds a dropped byte: unreachable */
         tnode[t] = ordinary ? s : ET_NONE;
         prefix[t] = ordinary ? pre : ET_NONE;
         if (!ordinary || len < 2) continue;
@@ -366,6 +368,21 @@ static inline size_t piece_ids(et_ws *ws, const uint8_t *p, size_t plen, uint32_
                                const uint32_t **ids, int *rc)
 {
     const et_model *m = ws->m;
+    if (m->flags & ET_FLAG_GAPS) { /* drop the bytes that have no token (after the merge
+                                     arrays and the ids: 48 bytes per piece byte) */
+        if (plen > ws->cap) {
+            ws->need = plen;
+            *rc = ET_E_WORKSPACE;
+            return 0;
+        }
+        uint8_t *kept = (uint8_t *)ws->mem + 48u * (ws->cap + 1);
+        size_t w = 0;
+        for (size_t i = 0; i < plen; i++)
+            if (m->byteids[p[i]] != ET_NONE) kept[w++] = p[i];
+        if (w == 0) return 0; /* nothing left: no tokens, no error */
+        p = kept;
+        plen = w;
+    }
     uint32_t node = et_trie_walk(m, 0, p, plen);
     if (node != ET_NONE && m->values[node] != ET_NONE) {
         *one = m->values[node];
@@ -423,8 +440,8 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
         }
         const uint32_t *ids;
         size_t k = piece_ids(ws, t + i, e - i, &one, &ids, &rc);
-        if (!k) break;
-        if (out) {
+        if (!k && rc) break;
+        if (k && out) {
             if (k > cap - n) {
                 rc = ET_E_FULL;
                 break;
@@ -486,6 +503,7 @@ int et_split_at(et_ws *ws, const char *text_, size_t len, size_t n, uint32_t *id
 {
     const uint8_t *t = (const uint8_t *)text_;
     if (!ws || (!t && len) || !ids || !ends || !cut || !k_out) return ET_E_ARG;
+    if (ws->m->flags & ET_FLAG_GAPS) return ET_E_ARG; /* token ends would skip dropped bytes */
     size_t m = 0, used = 0;
     int rc = run(ws, t, len, ET_FINAL, ids, ends, cap, n, &m, &used);
     if (rc) return rc;
@@ -543,7 +561,7 @@ int et_prefix_counts(et_ws *ws, const char *text, size_t len, uint32_t *cum)
         const uint32_t *ids;
         cum[i] = (uint32_t)n;
         size_t k = piece_ids(ws, t + i, e - i, &one, &ids, &rc);
-        if (!k) return rc;
+        if (!k && rc) return rc;
         n += k;
         if (n >= ET_NONE) return ET_E_ARG;
         i = e;
@@ -578,7 +596,7 @@ int et_count_range(et_ws *ws, const char *text, size_t len, const uint32_t *cum,
         size_t e = next_piece(m, t, j, s);
         const uint32_t *ids;
         size_t k = piece_ids(ws, t + s, e - s, &one, &ids, &rc);
-        if (!k) return rc;
+        if (!k && rc) return rc;
         n += k;
         s = e;
     }

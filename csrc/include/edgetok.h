@@ -76,6 +76,10 @@ uint32_t et_model_pretok(const et_model *m, uint32_t *param);
 /* Whether text must be in Unicode NFC before encoding (the caller normalises; C does not). */
 int et_model_nfc(const et_model *m);
 
+/* Whether some bytes have no token (BPE models imported from Hugging Face: MPT, StarCoder, ...):
+ * encoding drops them before merging, as tokenizers does; et_split_at is then refused. */
+int et_model_drops_bytes(const et_model *m);
+
 /* A SentencePiece model's BOS and EOS piece ids (ET_NONE where it has none); ET_E_ARG for
  * other models. Encoding never adds them: the caller puts them around the ids it wants. */
 int et_model_bos_eos(const et_model *m, uint32_t *bos, uint32_t *eos);
@@ -206,7 +210,7 @@ int et_decode(const et_model *m, const uint32_t *ids, size_t n,
 /* Builds an .etok BPE model where rank == id (tiktoken files; imported merges are checked to
  * follow id order). Token i has bytes
  * bytes[off[i]..off[i+1]) and id ids[i]; specials likewise (sbytes, soff, sids, ns).
- * Every single byte must be a token; ids must be unique and < 2^31. pattern is stored for
+ * Bytes that are no token are dropped when encoding; ids must be unique and < 2^31. pattern is stored for
  * information; flags: ET_COMPILE_NFC (text is NFC-normalised first). On success *out is a malloc'd image of *out_len bytes (free with et_free). */
 int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, uint32_t n,
                    const char *sbytes, const uint32_t *soff, const uint32_t *sids, uint32_t ns,

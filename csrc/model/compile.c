@@ -182,8 +182,9 @@ static int compile_image(const uint8_t *bytes, const uint32_t *off, const uint32
         if (l > max_len) max_len = l;
         if (sids[i] + 1 > n_vocab) n_vocab = sids[i] + 1;
     }
+    uint32_t gaps = 0; /* BPE: bytes with no token of their own are dropped when encoding */
     for (int b = 0; bpe && b < 256; b++)
-        if (byteids[b] == ET_NONE) return ET_E_VOCAB; /* BPE needs every single byte */
+        if (byteids[b] == ET_NONE) gaps = ET_FLAG_GAPS;
 
     uint32_t *tokoff = calloc((size_t)n_vocab + 1, 4), *idx = malloc((size_t)n * 4 + 4);
     dat d = {0};
@@ -257,6 +258,7 @@ static int compile_image(const uint8_t *bytes, const uint32_t *off, const uint32
     for (int k = ET_SEC_SCORES; k < ET_NSEC; k++)
         if (sz[k]) memcpy(img + h.sec[k].off, x->data[k], sz[k]);
     h.checksum = 0;
+    h.flags = gaps; /* the tables below skip tokens holding a dropped byte */
     memcpy(img, &h, sizeof h);
     if (bpe) {   /* the backtracking encoder's tables, computed with the model as laid out so far */
         et_model *m = NULL;
@@ -266,7 +268,7 @@ static int compile_image(const uint8_t *bytes, const uint32_t *off, const uint32
                                (uint32_t *)(img + h.sec[ET_SEC_TNODE].off));
         et_model_close(m);
         if (ok < 0) { rc = ET_E_NOMEM; goto done; }
-        h.flags = x->flags | (ok ? ET_FLAG_BACKTRACK : 0);
+        h.flags = x->flags | gaps | (ok ? ET_FLAG_BACKTRACK : 0);
         memcpy(img, &h, sizeof h);
     }
     h.checksum = et_image_checksum(img, pos);

@@ -161,8 +161,10 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
         m->prefix = p;
         if ((rc = section(h, size, ET_SEC_TNODE, (uint64_t)h->n_vocab * 4u, &p, NULL))) return rc;
         m->tnode = p;
-        /* the BPE encoders rely on every single byte being a token reachable from the root */
+        /* the BPE encoders rely on every single byte being a token reachable from the root,
+         * except the bytes a model with ET_FLAG_GAPS drops before merging */
         for (unsigned b = 0; b < 256; b++) {
+            if (m->byteids[b] == ET_NONE && (m->flags & ET_FLAG_GAPS)) continue;
             uint32_t t = et_trie_next(m, 0, (uint8_t)b);
             if (t == ET_NONE || m->values[t] != m->byteids[b] || m->byteids[b] >= m->n_vocab)
                 return ET_E_FORMAT;
@@ -304,6 +306,7 @@ size_t et_model_size(const et_model *m) { return m->size; }
 uint32_t et_model_max_token_len(const et_model *m) { return m->max_token_len; }
 int et_model_backtracks(const et_model *m) { return (m->flags & ET_FLAG_BACKTRACK) != 0; }
 int et_model_nfc(const et_model *m) { return (m->flags & ET_FLAG_NFC) != 0; }
+int et_model_drops_bytes(const et_model *m) { return (m->flags & ET_FLAG_GAPS) != 0; }
 
 int et_model_bos_eos(const et_model *m, uint32_t *bos, uint32_t *eos)
 {

@@ -40,6 +40,8 @@
 #define ET_KIND_UNIGRAM 2u
 #define ET_FLAG_BACKTRACK 1u
 #define ET_FLAG_NFC 2u /* text is NFC-normalised before encoding (by the caller) */
+#define ET_FLAG_GAPS 4u /* some bytes have no token: they are dropped before merging, as
+                           Hugging Face's BPE drops characters it has no token for */
 
 /* Unigram (SentencePiece) models: piece types, as in sentencepiece_model.proto */
 enum { ET_SP_NORMAL = 1, ET_SP_UNKNOWN = 2, ET_SP_CONTROL = 3, ET_SP_USER_DEFINED = 4,
