@@ -36,6 +36,7 @@ int et_model_verify(const et_model *m);              /* checksum over the whole 
 uint32_t et_model_n_vocab(const et_model *m);
 uint32_t et_model_n_specials(const et_model *m);
 uint32_t et_model_special(const et_model *m, uint32_t i);
+int et_model_special_is_added(const et_model *m, uint32_t i);
 uint32_t et_model_pretok(const et_model *m, uint32_t *param);
 const char *et_model_pattern(const et_model *m);    /* the regex recorded in the model */
 const char *et_model_backing(const et_model *m);     /* mmap, hugetlb, thp, heap, buffer */
@@ -77,8 +78,9 @@ int et_decode_len(const et_model *m, const uint32_t *ids, size_t n, size_t *len)
 int et_decode(const et_model *m, const uint32_t *ids, size_t n,
               char *out, size_t cap, size_t *n_out);
 int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, uint32_t n,
-                   const char *sbytes, const uint32_t *soff, const uint32_t *sids, uint32_t ns,
-                   uint32_t pretok, uint32_t pretok_param, uint32_t flags, const char *pattern,
+                   const char *sbytes, const uint32_t *soff, const uint32_t *sids,
+                   const uint8_t *sadded, uint32_t ns, uint32_t pretok, uint32_t pretok_param,
+                   uint32_t flags, const char *pattern,
                    uint8_t **out, size_t *out_len);    /* vocabulary -> .etok image */
 void et_free(void *p);
 """

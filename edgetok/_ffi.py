@@ -146,7 +146,13 @@ class Model:
         return lib.et_model_verify(self._h) == lib.ET_OK
 
     def special_ids(self) -> list[int]:
+        """Ids of the special tokens, added tokens matched in ordinary text included."""
         return [lib.et_model_special(self._h, i) for i in range(lib.et_model_n_specials(self._h))]
+
+    def added_ids(self) -> list[int]:
+        """Ids of the added tokens that ordinary text matches (Hugging Face's non-special)."""
+        return [lib.et_model_special(self._h, i) for i in range(lib.et_model_n_specials(self._h))
+                if lib.et_model_special_is_added(self._h, i)]
 
     def token_bytes(self, token: int) -> bytes | None:
         """The bytes of a token id, or None if the model has no such id."""
@@ -389,10 +395,12 @@ PRETOK_KINDS = {"cl100k": (lib.ET_PRETOK_CL100K, 3), "o200k": (lib.ET_PRETOK_O20
 
 
 def compile_bpe(tokens: list[tuple[bytes, int]], specials: list[tuple[bytes, int]],
-                pattern: str, pretokenizer: str = "cl100k", nfc: bool = False) -> bytes:
+                pattern: str, pretokenizer: str = "cl100k", nfc: bool = False,
+                added: frozenset[int] = frozenset()) -> bytes:
     """Compile a BPE vocabulary (rank == id) into an .etok image, with one of the regex-free
     pretokenizers (PRETOK_KINDS; "regex": pieces cut in Python with pattern, else pattern is
-    recorded for information); nfc: text is NFC-normalised before encoding."""
+    recorded for information); nfc: text is NFC-normalised before encoding; added: ids of
+    specials that are added tokens ordinary text matches (Hugging Face's non-special ones)."""
 
     def pack(items: list[tuple[bytes, int]]) -> tuple[bytes, object, object]:
         blob = b"".join(b for b, _ in items)
@@ -405,7 +413,8 @@ def compile_bpe(tokens: list[tuple[bytes, int]], specials: list[tuple[bytes, int
     sblob, soff, sids = pack(specials)
     out = ffi.new("uint8_t **")
     out_len = ffi.new("size_t *")
-    rc = lib.et_compile_bpe(blob, off, ids, len(tokens), sblob, soff, sids, len(specials),
+    sadded = bytes(int(i in added) for _, i in specials) or b"\0"
+    rc = lib.et_compile_bpe(blob, off, ids, len(tokens), sblob, soff, sids, sadded, len(specials),
                             *PRETOK_KINDS[pretokenizer], lib.ET_COMPILE_NFC if nfc else 0,
                             pattern.encode(), out, out_len)
     if rc == lib.ET_E_VOCAB:

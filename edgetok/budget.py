@@ -26,6 +26,9 @@ def _utf8(enc: "Encoding", text: str) -> bytes:
     (NFC) takes text that is normalised already."""
     from .encoding import _nfc, _utf8 as u
 
+    if enc._added and any(t in enc._added for t in enc._present(text)):
+        raise ValueError(f"{enc.name}: token budgets do not handle text holding added tokens "
+                         "(Hugging Face's non-special ones); count it with enc.count instead")
     if enc.model.nfc and _nfc(text) != text:
         raise ValueError(f"{enc.name} normalises text to NFC: pass NFC text "
                          "(unicodedata.normalize('NFC', text)) to get offsets into it")
@@ -148,6 +151,9 @@ class AppendCounter:
 
     def __init__(self, enc: "Encoding"):
         self._model = enc.model
+        if enc._added:
+            raise ValueError(f"{enc.name} has added tokens that any text may hold (Hugging "
+                             "Face's non-special ones): count the whole text instead")
         if enc.model.nfc:
             raise ValueError(f"{enc.name} normalises text to NFC, which a character appended "
                              "later can change: count the whole text instead")

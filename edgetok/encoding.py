@@ -50,18 +50,22 @@ class Encoding:
     def __init__(self, name: str, model: Model, special_tokens: dict[str, int] | None = None):
         self.name = name
         self._model = model
+        # added tokens that ordinary text matches (Hugging Face's non-special ones)
+        self._added: dict[str, int] = {}
         if special_tokens is None:
             special_tokens = {}
             # SentencePiece models match no special text: "<s>" in a text is text
+            added = set(model.added_ids()) if model.kind == "bpe" else set()
             for i in (model.special_ids() if model.kind == "bpe" else []):
                 b = model.token_bytes(i)
                 if b is not None:
-                    special_tokens[b.decode("utf-8", "replace")] = i
+                    (self._added if i in added else special_tokens)[b.decode("utf-8", "replace")] = i
         self._special_tokens = special_tokens
+        self._matchable = {**special_tokens, **self._added}
         self._pat_str = model.pattern
-        # the first two characters of the special tokens, when few: text holding none of
-        # them holds no special token, which one scan each tells
-        heads = {t[:2] for t in special_tokens}
+        # the first two characters of the special and added tokens, when few: text holding
+        # none of them holds no such token, which one scan each tells
+        heads = {t[:2] for t in self._matchable}
         self._heads = tuple(heads) if len(heads) <= 4 else None
         self._starts = None  # see _present
         self._lens: dict[str, list[int]] = {}
@@ -94,7 +98,10 @@ class Encoding:
 
     # -- encoding ---------------------------------------------------------------------------
     def encode_ordinary(self, text: str) -> list[int]:
-        """Ids of text, with special tokens treated as ordinary text."""
+        """Ids of text, with special tokens treated as ordinary text (added tokens that are
+        not special, which Hugging Face matches in any text, are still matched)."""
+        if self._added and self._may_hold_special(text):
+            return self._encode(text, set(), (), 1)
         return self._model.encode(self._bytes(text))[0]
 
     def _present(self, text: str) -> set[str]:
@@ -104,16 +111,16 @@ class Encoding:
             import re
 
             lens: dict[str, set[int]] = {}
-            for t in self._special_tokens:
+            for t in self._matchable:
                 lens.setdefault(t[:1], set()).add(len(t))
             self._lens = {c: sorted(v) for c, v in lens.items()}
             self._starts = re.compile("[" + "".join(re.escape(c) for c in lens) + "]")
-        sp, lens_by = self._special_tokens, self._lens
+        sp, lens_by = self._matchable, self._lens
         return {text[p:p + n] for m in self._starts.finditer(text)
                 for p in (m.start(),) for n in lens_by[text[p]] if text[p:p + n] in sp}
 
     def _may_hold_special(self, text: str) -> bool:
-        if not self._special_tokens:
+        if not self._matchable:
             return False
         return self._heads is None or any(h in text for h in self._heads)
 
@@ -137,14 +144,15 @@ class Encoding:
                      if (t in present or t not in self._special_tokens) and (i := text.find(t)) >= 0]
             if found:
                 _raise_disallowed(min(found)[2])
-        allowed = frozenset(t for t in allowed if t in present)
+        allowed = frozenset(t for t in allowed if t in present and t in self._special_tokens)
+        allowed |= frozenset(t for t in present if t in self._added)
         if not allowed:
             yield text
             return
         start = 0
         for m in _special_regex(allowed).finditer(text):
             yield text[start:m.start()]
-            yield self._special_tokens[m.group()]
+            yield self._matchable[m.group()]
             start = m.end()
         yield text[start:]
 
@@ -216,6 +224,9 @@ class Encoding:
     def count_till_limit(self, text: str, limit: int) -> int | None:
         """len(encode_ordinary(text)) if it is at most limit, else None; stops encoding as
         soon as the limit is passed."""
+        if self._added and self._may_hold_special(text):
+            n = self.count(text, disallowed_special=())
+            return n if n <= limit else None
         return self._model.count_limit(self._bytes(text), limit)
 
     def split_at(self, text: str, max_tokens: int) -> tuple[int, list[int]]:
@@ -256,6 +267,8 @@ class Encoding:
         from .parallel import map_slices
 
         def part(texts: Sequence[str]) -> list[list[int]]:  # one C call per slice
+            if self._added:
+                return [self.encode_ordinary(t) for t in texts]
             return self._model.encode_many([self._bytes(t) for t in texts])
 
         return map_slices(part, text, [len(t) for t in text], num_threads)

@@ -61,12 +61,14 @@ def _unbyte(token: str, alphabet: dict[str, int], source: str) -> bytes:
 
 
 def compile_byte_level(vocab: list[tuple[str, int]], merges: list[tuple[str, str]],
-                       added: list[tuple[bytes, int]], patterns: list[str], nfc: bool,
+                       added: list[tuple[bytes, int, bool]], patterns: list[str], nfc: bool,
                        source: str) -> bytes:
     """An .etok image of a byte-level BPE model: vocab as (byte-level token, id), merges in
-    priority order, added tokens as (text, id), the pretokenizer regexes applied in turn."""
+    priority order, added tokens as (text, id, special), the pretokenizer regexes applied in
+    turn. Special ones become special tokens (tiktoken's rules); the others are matched in
+    ordinary text, as Hugging Face does."""
     ids = dict(vocab)
-    added_ids = {i for _, i in added}
+    added_ids = {i for _, i, _ in added}
     last = -1
     seen: set[str] = set()
     for a, b in merges:
@@ -88,7 +90,8 @@ def compile_byte_level(vocab: list[tuple[str, int]], merges: list[tuple[str, str
         family, pattern = KNOWN[patterns[0]], patterns[0]
     else:
         family, pattern = "regex", json.dumps(patterns)
-    return compile_bpe(tokens, added, pattern, family, nfc)
+    return compile_bpe(tokens, [(t, i) for t, i, _ in added], pattern, family, nfc,
+                       frozenset(i for _, i, special in added if not special))
 
 
 def _splits(pre: dict[str, Any] | None, source: str) -> list[str]:
@@ -139,7 +142,8 @@ def read_tokenizer_json(path: str | Path) -> bytes:
         raise ModelError(f"{source}: model type {model.get('type')!r}; only BPE is supported")
     merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m)
               for m in model.get("merges", [])]
-    added = [(t["content"].encode(), int(t["id"])) for t in spec.get("added_tokens") or []]
+    added = [(t["content"].encode(), int(t["id"]), bool(t.get("special", True)))
+             for t in spec.get("added_tokens") or []]
     vocab = [(t, int(i)) for t, i in model["vocab"].items()]
     return compile_byte_level(vocab, merges, added, _splits(spec.get("pre_tokenizer"), source),
                               _nfc(spec.get("normalizer"), source), source)
@@ -168,7 +172,8 @@ def read_gguf(path: str | Path) -> bytes:
     toks = [t.decode("utf-8") for t in md["tokenizer.ggml.tokens"]]
     types = md.get("tokenizer.ggml.token_type") or [1] * len(toks)
     merges = [tuple(m.decode("utf-8").split(" ", 1)) for m in md.get("tokenizer.ggml.merges", [])]
-    # control (3) and user-defined (4) tokens are spelled as plain text, not in byte-level form
-    added = [(t.encode(), i) for i, t in enumerate(toks) if types[i] in (3, 4)]
+    # control (3) and user-defined (4) tokens are spelled as plain text, not in byte-level form;
+    # user-defined ones are Hugging Face's non-special added tokens
+    added = [(t.encode(), i, types[i] == 3) for i, t in enumerate(toks) if types[i] in (3, 4)]
     vocab = [(t, i) for i, t in enumerate(toks) if types[i] not in (3, 4)]
     return compile_byte_level(vocab, merges, added, patterns, nfc, source)

@@ -61,7 +61,7 @@ def encode_stream(enc: Encoding, chunks: Iterable[str], *,
     from .parallel import SHARD_MIN_BYTES, pool
 
     model = enc.model
-    specials = enc.special_tokens_set
+    specials = set(enc._matchable)  # held back at a chunk's end when it may start one
     pending = ""
     if model.nfc or model.regex_split:
         # NFC can join characters across any cut, and regex pieces are only known at the end:

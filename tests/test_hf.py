@@ -260,3 +260,28 @@ def test_model_cache(vocab, tmp_path, monkeypatch):  # type: ignore[no-untyped-d
     src.write_bytes(src.read_bytes()[:100])  # changed: no stale model, the new file's error
     with pytest.raises(ModelError):
         edgetok.load(src)
+
+
+@pytest.mark.parametrize("name", ["mpt", "deepseek-coder"])
+def test_added_tokens_match_in_any_text(vocab, tmp_path, corpora, name):  # type: ignore[no-untyped-def]
+    # Hugging Face matches its non-special added tokens (MPT's runs of spaces, DeepSeek's
+    # accented letters) in any text: so do encode and encode_ordinary, with no error, and the
+    # streaming CLI; special ones keep tiktoken's rules
+    import subprocess
+    import sys
+
+    from tokenizers import Tokenizer
+
+    enc = edgetok.load(vocab[name])
+    ref = Tokenizer.from_str(tokenizer_json(vocab[name]))
+    assert enc._added
+    text = corpora["code"][:30000] + " caf\u00e9 \u00f8l \u00fc " + " " * 30 + "x"
+    want = ref.encode(text, add_special_tokens=False).ids
+    assert enc.encode(text) == want and enc.encode_ordinary(text) == want
+    assert enc.count(text) == len(want) and enc.encode_ordinary_batch([text, "a"])[0] == want
+    f = tmp_path / "t.txt"
+    f.write_text(text)
+    p = subprocess.run([sys.executable, "-m", "edgetok_cli.main", "encode", "--model", vocab[name],
+                        str(f)], capture_output=True, env={**__import__("os").environ, "EDGETOK_CHUNK": "97"})
+    assert p.returncode == 0, p.stderr
+    assert list(map(int, p.stdout.split())) == want

@@ -61,6 +61,8 @@ uint32_t et_model_n_vocab(const et_model *m);
 /* Number of special tokens; et_model_special() returns the i-th one's id (i < that number). */
 uint32_t et_model_n_specials(const et_model *m);
 uint32_t et_model_special(const et_model *m, uint32_t i);
+/* Whether the i-th special is an added token that ordinary text matches (see et_compile_bpe). */
+int et_model_special_is_added(const et_model *m, uint32_t i);
 
 /* The pretokenizer kind (ET_PRETOK_*) and its parameter (max digits per group for cl100k). */
 #define ET_PRETOK_NONE 0u   /* unigram models: the normaliser, no pretokenizer */
@@ -211,11 +213,13 @@ int et_decode(const et_model *m, const uint32_t *ids, size_t n,
  * follow id order). Token i has bytes
  * bytes[off[i]..off[i+1]) and id ids[i]; specials likewise (sbytes, soff, sids, ns).
  * Bytes that are no token are dropped when encoding; ids must be unique and < 2^31. pattern is stored for
- * information; flags: ET_COMPILE_NFC (text is NFC-normalised first). On success *out is a malloc'd image of *out_len bytes (free with et_free). */
+ * information; flags: ET_COMPILE_NFC (text is NFC-normalised first). sadded (may be NULL):
+ * non-zero for a special that is an added token matched in ordinary text (Hugging Face's
+ * non-special added tokens; the caller does the matching). On success *out is a malloc'd image of *out_len bytes (free with et_free). */
 int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, uint32_t n,
-                   const char *sbytes, const uint32_t *soff, const uint32_t *sids, uint32_t ns,
-                   uint32_t pretok, uint32_t pretok_param, uint32_t flags, const char *pattern,
-                   uint8_t **out, size_t *out_len);
+                   const char *sbytes, const uint32_t *soff, const uint32_t *sids,
+                   const uint8_t *sadded, uint32_t ns, uint32_t pretok, uint32_t pretok_param,
+                   uint32_t flags, const char *pattern, uint8_t **out, size_t *out_len);
 #define ET_COMPILE_NFC 1u
 
 /* Compiles a SentencePiece Unigram model: n pieces (bytes[off[i]..off[i+1]), id i), their

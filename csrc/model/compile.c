@@ -160,8 +160,8 @@ typedef struct {
 
 static int compile_image(const uint8_t *bytes, const uint32_t *off, const uint32_t *ids,
                          uint32_t n, const uint8_t *sbytes, const uint32_t *soff,
-                         const uint32_t *sids, uint32_t ns, const extra *x, uint8_t **out,
-                         size_t *out_len)
+                         const uint32_t *sids, const uint8_t *sadded, uint32_t ns,
+                         const extra *x, uint8_t **out, size_t *out_len)
 {
     const int bpe = x->kind == ET_KIND_BPE;
     int rc = ET_OK;
@@ -251,7 +251,8 @@ static int compile_image(const uint8_t *bytes, const uint32_t *off, const uint32
         memcpy(blob + tokoff[ids[i]], bytes + off[i], off[i + 1] - off[i]);
     for (uint32_t i = 0; i < ns; i++) {
         memcpy(blob + tokoff[sids[i]], sbytes + soff[i], soff[i + 1] - soff[i]);
-        memcpy(img + h.sec[ET_SEC_SPECIALS].off + 4 * (size_t)i, &sids[i], 4);
+        uint32_t v = sids[i] | (sadded && sadded[i] ? ET_SPECIAL_ADDED : 0u);
+        memcpy(img + h.sec[ET_SEC_SPECIALS].off + 4 * (size_t)i, &v, 4);
     }
     memcpy(img + h.sec[ET_SEC_BYTEIDS].off, byteids, sizeof byteids);
     if (plen) memcpy(img + h.sec[ET_SEC_PATTERN].off, x->pattern, plen);
@@ -288,9 +289,9 @@ done:
 }
 
 int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, uint32_t n,
-                   const char *sbytes, const uint32_t *soff, const uint32_t *sids, uint32_t ns,
-                   uint32_t pretok, uint32_t pretok_param, uint32_t flags, const char *pattern,
-                   uint8_t **out, size_t *out_len)
+                   const char *sbytes, const uint32_t *soff, const uint32_t *sids,
+                   const uint8_t *sadded, uint32_t ns, uint32_t pretok, uint32_t pretok_param,
+                   uint32_t flags, const char *pattern, uint8_t **out, size_t *out_len)
 {
     if (!out || !out_len || !pattern || (n && (!bytes || !off || !ids)) ||
         (ns && (!sbytes || !soff || !sids)) || n > 0x7FFFFFFFu)
@@ -303,7 +304,7 @@ int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, 
     extra x = {ET_KIND_BPE, pretok, pretok_param, flags & ET_COMPILE_NFC ? ET_FLAG_NFC : 0u,
                pattern, NULL, {0}, {0}};
     return compile_image((const uint8_t *)bytes, off, ids, n, (const uint8_t *)sbytes, soff, sids,
-                         ns, &x, out, out_len);
+                         sadded, ns, &x, out, out_len);
 }
 
 int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const float *scores,
@@ -384,7 +385,7 @@ int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const
         x.data[ET_SEC_CHARSMAP] = charsmap;
         x.size[ET_SEC_CHARSMAP] = charsmap_len;
         rc = compile_image((const uint8_t *)tbytes, toff, ids, nt, (const uint8_t *)sbytes, soff,
-                           sids, ns, &x, out, out_len);
+                           sids, NULL, ns, &x, out, out_len);
     }
     free(toff); free(soff); free(tbytes); free(sbytes);
 out:

@@ -171,7 +171,7 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
         }
     }
     for (uint32_t i = 0; i < m->n_specials; i++)
-        if (m->specials[i] >= m->n_vocab) return ET_E_FORMAT;
+        if ((m->specials[i] & ~ET_SPECIAL_ADDED) >= m->n_vocab) return ET_E_FORMAT;
     if ((flags & ET_LOAD_VERIFY) && et_model_verify(m) != ET_OK) return ET_E_CHECKSUM;
     return ET_OK;
 }
@@ -293,7 +293,7 @@ uint32_t et_model_n_vocab(const et_model *m) { return m->n_vocab; }
 uint32_t et_model_n_specials(const et_model *m) { return m->n_specials; }
 uint32_t et_model_special(const et_model *m, uint32_t i)
 {
-    return i < m->n_specials ? m->specials[i] : ET_NONE;
+    return i < m->n_specials ? m->specials[i] & ~ET_SPECIAL_ADDED : ET_NONE;
 }
 uint32_t et_model_pretok(const et_model *m, uint32_t *param)
 {
@@ -307,6 +307,10 @@ uint32_t et_model_max_token_len(const et_model *m) { return m->max_token_len; }
 int et_model_backtracks(const et_model *m) { return (m->flags & ET_FLAG_BACKTRACK) != 0; }
 int et_model_nfc(const et_model *m) { return (m->flags & ET_FLAG_NFC) != 0; }
 int et_model_drops_bytes(const et_model *m) { return (m->flags & ET_FLAG_GAPS) != 0; }
+int et_model_special_is_added(const et_model *m, uint32_t i)
+{
+    return i < m->n_specials && (m->specials[i] & ET_SPECIAL_ADDED) != 0;
+}
 
 int et_model_bos_eos(const et_model *m, uint32_t *bos, uint32_t *eos)
 {

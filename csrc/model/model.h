@@ -39,6 +39,7 @@
 #define ET_KIND_BPE 1u
 #define ET_KIND_UNIGRAM 2u
 #define ET_FLAG_BACKTRACK 1u
+#define ET_SPECIAL_ADDED 0x80000000u /* in SPECIALS: an added token matched in ordinary text */
 #define ET_FLAG_NFC 2u /* text is NFC-normalised before encoding (by the caller) */
 #define ET_FLAG_GAPS 4u /* some bytes have no token: they are dropped before merging, as
                            Hugging Face's BPE drops characters it has no token for */
