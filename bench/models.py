@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("EDGETOK_NO_CACHE", "1")  # throwaway model files: keep them out of the cache
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "cli")]
 

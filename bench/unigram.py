@@ -9,6 +9,7 @@ inputs of about 128, 512, 1k, 4k and 16k tokens. Checks identical ids first.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -16,6 +17,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+os.environ.setdefault("EDGETOK_NO_CACHE", "1")  # throwaway model files: keep them out of the cache
 import reference  # noqa: E402
 
 import edgetok  # noqa: E402
