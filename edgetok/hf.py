@@ -69,6 +69,8 @@ def compile_byte_level(vocab: list[tuple[str, int]], merges: list[tuple[str, str
     ordinary text, as Hugging Face does."""
     ids = dict(vocab)
     added_ids = {i for _, i, _ in added}
+    if any(not 0 <= i < 0x7FFFFFFF for i in (*ids.values(), *added_ids)):
+        raise ModelError(f"{source}: token ids must be in 0 .. 2^31 - 2")
     last = -1
     seen: set[str] = set()
     for a, b in merges:
@@ -89,6 +91,13 @@ def compile_byte_level(vocab: list[tuple[str, int]], merges: list[tuple[str, str
     if len(patterns) == 1 and patterns[0] in KNOWN:
         family, pattern = KNOWN[patterns[0]], patterns[0]
     else:
+        import regex
+
+        for p in patterns:  # the regex fallback runs them at encode time: check them now
+            try:
+                regex.compile(p)
+            except Exception as e:  # noqa: BLE001 - any compile error is the file's
+                raise ModelError(f"{source}: pre-tokenizer pattern {p!r} is not a regex ({e})") from None
         family, pattern = "regex", json.dumps(patterns)
     return compile_bpe(tokens, [(t, i) for t, i, _ in added], pattern, family, nfc,
                        frozenset(i for _, i, special in added if not special))
@@ -138,15 +147,24 @@ def read_tokenizer_json(path: str | Path) -> bytes:
         model = spec["model"]
     except (ValueError, KeyError, TypeError) as e:
         raise ModelError(f"{source}: not a tokenizer.json ({e})") from None
-    if model.get("type") != "BPE":
-        raise ModelError(f"{source}: model type {model.get('type')!r}; only BPE is supported")
-    merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m)
-              for m in model.get("merges", [])]
-    added = [(t["content"].encode(), int(t["id"]), bool(t.get("special", True)))
-             for t in spec.get("added_tokens") or []]
-    vocab = [(t, int(i)) for t, i in model["vocab"].items()]
-    return compile_byte_level(vocab, merges, added, _splits(spec.get("pre_tokenizer"), source),
-                              _nfc(spec.get("normalizer"), source), source)
+    try:
+        if model.get("type") != "BPE":
+            raise ModelError(f"{source}: model type {model.get('type')!r}; only BPE is supported")
+        merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m)
+                  for m in model.get("merges", [])]
+        if any(len(m) != 2 for m in merges):
+            raise ModelError(f"{source}: a merge that is not a pair")
+        added = [(t["content"].encode(), int(t["id"]), bool(t.get("special", True)))
+                 for t in spec.get("added_tokens") or []]
+        vocab = [(t, int(i)) for t, i in model["vocab"].items()]
+        splits = _splits(spec.get("pre_tokenizer"), source)
+        nfc = _nfc(spec.get("normalizer"), source)
+    except ModelError:
+        raise
+    except (KeyError, TypeError, AttributeError, ValueError) as e:  # a malformed structure
+        raise ModelError(f"{source}: not a tokenizer.json this importer understands "
+                         f"({type(e).__name__}: {e})") from None
+    return compile_byte_level(vocab, merges, added, splits, nfc, source)
 
 
 def read_gguf(path: str | Path) -> bytes:
@@ -155,7 +173,16 @@ def read_gguf(path: str | Path) -> bytes:
     from .gguf import read_metadata
 
     source = str(path)
-    md = read_metadata(path)
+    try:
+        return _compile_gguf(read_metadata(path), source)
+    except ModelError:
+        raise
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as e:  # malformed
+        raise ModelError(f"{source}: a GGUF tokenizer this importer does not understand "
+                         f"({type(e).__name__}: {e})") from None
+
+
+def _compile_gguf(md: dict[str, Any], source: str) -> bytes:
     kind = md.get("tokenizer.ggml.model", b"").decode()
     if kind in ("llama", "t5"):  # SentencePiece BPE and Unigram
         from .spm import from_gguf

@@ -285,3 +285,42 @@ def test_added_tokens_match_in_any_text(vocab, tmp_path, corpora, name):  # type
                         str(f)], capture_output=True, env={**__import__("os").environ, "EDGETOK_CHUNK": "97"})
     assert p.returncode == 0, p.stderr
     assert list(map(int, p.stdout.split())) == want
+
+
+MUTATIONS = [  # malformed tokenizer.json files: each must be a clear ModelError, nothing else
+    lambda s: s["model"].pop("vocab"),
+    lambda s: s["model"].update(merges=[["a"]]),
+    lambda s: s["model"].update(merges=[1, 2]),
+    lambda s: s.update(pre_tokenizer={"type": "Split", "pattern": {"Regex": "("},
+                                      "behavior": "Isolated"}),
+    lambda s: s.update(added_tokens=[{"id": "x"}]),
+    lambda s: s["model"]["vocab"].update({"\u0100\u0100": 10**12}),
+    lambda s: s["model"].update(vocab=[]),
+    lambda s: s.update(pre_tokenizer={"type": "Sequence", "pretokenizers": "x"}),
+    lambda s: s.update(normalizer={"type": "NFKC"}),
+]
+
+
+@pytest.mark.parametrize("k", range(len(MUTATIONS)))
+def test_malformed_tokenizer_json(vocab, tmp_path, k):  # type: ignore[no-untyped-def]
+    spec = json.loads(tokenizer_json(vocab["gpt-2"]))
+    MUTATIONS[k](spec)
+    f = tmp_path / "tokenizer.json"
+    f.write_text(json.dumps(spec))
+    with pytest.raises(ModelError):
+        edgetok.load(f)
+
+
+def test_mutated_gguf(vocab, tmp_path):  # type: ignore[no-untyped-def]
+    import random
+
+    rng = random.Random(5)
+    data = open(vocab["gpt-2"], "rb").read()[:200000]
+    f = tmp_path / "x.gguf"
+    for _ in range(150):
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 8)):
+            b[rng.randrange(8, 4000)] = rng.randrange(256)
+        f.write_bytes(bytes(b))
+        with pytest.raises(ModelError):
+            edgetok.load(f)
