@@ -489,6 +489,10 @@ def info(encoding: str, model: str | None, list_: bool, verify: bool, as_json: b
         }.get(m.pretok, f"kind {m.pretok}")
         if m.nfc:
             d["normalizer"] = "NFC (applied in Python before encoding)"
+        if m.drops_bytes:
+            d["missing_bytes"] = "some bytes have no token: dropped before merging, as tokenizers does"
+        if enc._added:
+            d["added_tokens"] = f"{len(enc._added)} matched in any text (Hugging Face's non-special)"
         d["pattern"] = m.pattern
         d["bpe"] = "exact merges; long pieces: " + ("linear backtracking" if m.backtracks else
                                                    "heap (tokens not all reachable by merges)")
