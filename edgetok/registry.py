@@ -44,7 +44,8 @@ def get_encoding(name: str) -> "Encoding":
 
 def _cached(p: Path) -> Path | None:
     """Where the compiled form of source file p is kept: the cache, keyed on the file's path,
-    size and modification time and on this edgetok's version (EDGETOK_NO_CACHE=1: None)."""
+    size and modification time and on this edgetok's version and installed compiler files
+    (a reinstall recompiles; EDGETOK_NO_CACHE=1: None)."""
     if os.environ.get("EDGETOK_NO_CACHE", "") not in ("", "0"):
         return None
     import hashlib
@@ -53,7 +54,10 @@ def _cached(p: Path) -> Path | None:
     from .fetch import cache_dir
 
     st = p.stat()
-    key = f"{p.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{__version__}"
+    here = Path(__file__).parent
+    tools = sorted(here.glob("_native*")) + [here / f for f in ("compiler.py", "hf.py", "spm.py", "gguf.py")]
+    stamp = ",".join(str(t.stat().st_mtime_ns) for t in tools if t.exists())
+    key = f"{p.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{__version__}\0{stamp}"
     return cache_dir() / "models" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".etok")
 
 
