@@ -446,7 +446,8 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
                 rc = ET_E_FULL;
                 break;
             }
-            memcpy(out + n, ids, k * sizeof *ids);
+            if (k == 1) out[n] = ids[0]; /* most pieces are one token: no memcpy call */
+            else memcpy(out + n, ids, k * sizeof *ids);
             if (ends) {
                 size_t at = i;
                 for (size_t x = 0; x < k; x++) {
