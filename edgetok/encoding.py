@@ -127,8 +127,8 @@ class Encoding:
     def _segments(self, text: str, allowed_special: "Literal['all'] | AbstractSet[str]",
                   disallowed_special: "Literal['all'] | Collection[str]") -> Iterator[str | int]:
         """text cut into ordinary segments (str) and special token ids (int), as tiktoken."""
-        if not self._may_hold_special(text):
-            yield text
+        if (disallowed_special == "all" or not disallowed_special) and not self._may_hold_special(text):
+            yield text  # (strings given as disallowed that are no special token are looked for)
             return
         if allowed_special == "all":
             allowed = frozenset(self._special_tokens)

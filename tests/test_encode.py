@@ -160,3 +160,12 @@ def test_megabyte_pieces(enc, ref):  # type: ignore[no-untyped-def]
     for text in ("a" * 1_000_000, "=" * 300_000,
                  "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") for _ in range(300_000))):
         assert enc.encode_ordinary(text) == ref.encode_ordinary(text)
+
+
+
+def test_disallowed_strings_that_are_not_special(enc, ref):  # type: ignore[no-untyped-def]
+    # tiktoken looks for any string given as disallowed, special token or not
+    for f in (ref, enc):
+        with pytest.raises(ValueError):
+            f.encode("hello foo", disallowed_special={"foo"})
+    assert enc.encode("no match", disallowed_special={"foo"}) == ref.encode("no match", disallowed_special={"foo"})
