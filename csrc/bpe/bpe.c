@@ -364,24 +364,34 @@ static size_t heap_merge(const et_model *m, const uint8_t *p, uint32_t n, uint64
 
 /* The ids of one piece p[0..plen): *ids points at them (at *one for a whole-piece token, else
  * into the workspace, valid until the next call). Returns their count, or 0 with *rc set. */
-static inline size_t piece_ids(et_ws *ws, const uint8_t *p, size_t plen, uint32_t *one,
-                               const uint32_t **ids, int *rc)
+/* For a model with ET_FLAG_GAPS: p[0..*plen) without the bytes that have no token, copied
+ * into the workspace after the merge arrays and the ids (48 bytes per piece byte); NULL with
+ * *rc set if the piece is too long. Kept out of line: the common models never come here. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline, cold))
+#endif
+static const uint8_t *drop_gap_bytes(et_ws *ws, const uint8_t *p, size_t *plen, int *rc)
+{
+    if (*plen > ws->cap) {
+        ws->need = *plen;
+        *rc = ET_E_WORKSPACE;
+        return NULL;
+    }
+    uint8_t *kept = (uint8_t *)ws->mem + 48u * (ws->cap + 1);
+    size_t w = 0;
+    for (size_t i = 0; i < *plen; i++)
+        if (ws->m->byteids[p[i]] != ET_NONE) kept[w++] = p[i];
+    *plen = w;
+    return kept;
+}
+
+ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, size_t plen,
+                                                uint32_t *one, const uint32_t **ids, int *rc)
 {
     const et_model *m = ws->m;
-    if (m->flags & ET_FLAG_GAPS) { /* drop the bytes that have no token (after the merge
-                                     arrays and the ids: 48 bytes per piece byte) */
-        if (plen > ws->cap) {
-            ws->need = plen;
-            *rc = ET_E_WORKSPACE;
-            return 0;
-        }
-        uint8_t *kept = (uint8_t *)ws->mem + 48u * (ws->cap + 1);
-        size_t w = 0;
-        for (size_t i = 0; i < plen; i++)
-            if (m->byteids[p[i]] != ET_NONE) kept[w++] = p[i];
-        if (w == 0) return 0; /* nothing left: no tokens, no error */
-        p = kept;
-        plen = w;
+    if (m->flags & ET_FLAG_GAPS) {
+        if (!(p = drop_gap_bytes(ws, p, &plen, rc))) return 0;
+        if (plen == 0) return 0; /* nothing left: no tokens, no error */
     }
     uint32_t node = et_trie_walk(m, 0, p, plen);
     if (node != ET_NONE && m->values[node] != ET_NONE) {
