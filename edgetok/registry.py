@@ -61,6 +61,16 @@ def _cached(p: Path) -> Path | None:
     return cache_dir() / "models" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".etok")
 
 
+CACHE_KEEP = 16  # compiled models kept in the cache; the least recently used go first
+
+
+def _prune(folder: Path) -> None:
+    """Keeps the CACHE_KEEP most recently used compiled models (an entry is touched on use)."""
+    entries = sorted(folder.glob("*.etok"), key=lambda q: q.stat().st_mtime, reverse=True)
+    for old in entries[CACHE_KEEP:]:
+        old.unlink(missing_ok=True)
+
+
 def load(path: str | os.PathLike[str], *, name: str | None = None) -> "Encoding":
     """An Encoding for a model file: an .etok model, or a source compiled on first use and
     kept in the cache (~/.cache/edgetok/models; then mmapped like an .etok): a GGUF file or a
@@ -83,6 +93,10 @@ def load(path: str | os.PathLike[str], *, name: str | None = None) -> "Encoding"
             try:
                 model = Model.open(str(cached), hugepages=_hugepages())
                 model.source = str(p)
+                try:
+                    os.utime(cached)  # most recently used: kept longest
+                except OSError:
+                    pass
             except ModelError:
                 model = None  # damaged or from another format: compile again
         if model is None:
@@ -96,6 +110,7 @@ def load(path: str | os.PathLike[str], *, name: str | None = None) -> "Encoding"
                     tmp = cached.with_suffix(f".{os.getpid()}.tmp")
                     tmp.write_bytes(image)
                     tmp.replace(cached)
+                    _prune(cached.parent)
                 except OSError:
                     pass  # a read-only cache only costs the next run a compile
     return Encoding(name or p.name.split(".")[0], model)

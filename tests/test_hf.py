@@ -324,3 +324,18 @@ def test_mutated_gguf(vocab, tmp_path):  # type: ignore[no-untyped-def]
         f.write_bytes(bytes(b))
         with pytest.raises(ModelError):
             edgetok.load(f)
+
+
+def test_model_cache_is_bounded(vocab, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    import shutil
+
+    import edgetok.registry as registry
+
+    monkeypatch.setenv("EDGETOK_NO_CACHE", "0")
+    monkeypatch.setenv("EDGETOK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(registry, "CACHE_KEEP", 3)
+    for k in range(5):
+        src = tmp_path / f"m{k}.gguf"
+        shutil.copyfile(vocab["gpt-2"], src)
+        edgetok.load(src)
+    assert len(list((tmp_path / "cache" / "models").glob("*.etok"))) == 3
