@@ -84,20 +84,9 @@ def compile_tiktoken(path: str | Path, *, specials: dict[str, int] | None = None
     if pretokenizer not in PATTERNS:
         raise ModelError(f"unknown pretokenizer {pretokenizer!r}: one of {', '.join(PATTERNS)}")
     if pattern is not None:
-        import json
+        from .hf import pretokenizer_for
 
-        from .hf import KNOWN
-
-        if pattern in KNOWN:
-            pretokenizer = KNOWN[pattern]
-        else:
-            try:
-                import regex
-
-                regex.compile(pattern)
-            except Exception as e:  # noqa: BLE001 - any compile error is the user's pattern
-                raise ModelError(f"--pattern {pattern!r}: not a regex ({e})") from None
-            pretokenizer, pattern = "regex", json.dumps([pattern])
+        pretokenizer, pattern = pretokenizer_for([pattern], "--pattern")
     data = read_tiktoken(path)
     if expected_sha256 is not None:
         got = hashlib.sha256(data).hexdigest()

@@ -86,8 +86,3 @@ def read_metadata(path: str | Path, prefix: str = "tokenizer.") -> dict[str, Any
     finally:
         if isinstance(buf, mmap.mmap):
             buf.close()
-
-
-def is_gguf(path: str | Path) -> bool:
-    with open(path, "rb") as f:
-        return f.read(4) == b"GGUF"

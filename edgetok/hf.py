@@ -60,6 +60,22 @@ def _unbyte(token: str, alphabet: dict[str, int], source: str) -> bytes:
                          "(only byte-level BPE models can be imported)") from None
 
 
+def pretokenizer_for(patterns: list[str], source: str) -> tuple[str, str]:
+    """(pretokenizer name, pattern to record) for regexes applied in turn: the regex-free one
+    that reproduces a single known pattern, else "regex" with the list as JSON (each checked
+    now, since the fallback only compiles them when encoding)."""
+    if len(patterns) == 1 and patterns[0] in KNOWN:
+        return KNOWN[patterns[0]], patterns[0]
+    import regex
+
+    for p in patterns:
+        try:
+            regex.compile(p)
+        except Exception as e:  # noqa: BLE001 - any compile error is the file's
+            raise ModelError(f"{source}: pre-tokenizer pattern {p!r} is not a regex ({e})") from None
+    return "regex", json.dumps(patterns)
+
+
 def compile_byte_level(vocab: list[tuple[str, int]], merges: list[tuple[str, str]],
                        added: list[tuple[bytes, int, bool]], patterns: list[str], nfc: bool,
                        source: str) -> bytes:
@@ -88,17 +104,7 @@ def compile_byte_level(vocab: list[tuple[str, int]], merges: list[tuple[str, str
         last = i
     alphabet = _byte_alphabet()
     tokens = [(_unbyte(t, alphabet, source), i) for t, i in vocab if i not in added_ids]
-    if len(patterns) == 1 and patterns[0] in KNOWN:
-        family, pattern = KNOWN[patterns[0]], patterns[0]
-    else:
-        import regex
-
-        for p in patterns:  # the regex fallback runs them at encode time: check them now
-            try:
-                regex.compile(p)
-            except Exception as e:  # noqa: BLE001 - any compile error is the file's
-                raise ModelError(f"{source}: pre-tokenizer pattern {p!r} is not a regex ({e})") from None
-        family, pattern = "regex", json.dumps(patterns)
+    family, pattern = pretokenizer_for(patterns, source)
     return compile_bpe(tokens, [(t, i) for t, i, _ in added], pattern, family, nfc,
                        frozenset(i for _, i, special in added if not special))
 

@@ -362,8 +362,6 @@ static size_t heap_merge(const et_model *m, const uint8_t *p, uint32_t n, uint64
     return c;
 }
 
-/* The ids of one piece p[0..plen): *ids points at them (at *one for a whole-piece token, else
- * into the workspace, valid until the next call). Returns their count, or 0 with *rc set. */
 /* For a model with ET_FLAG_GAPS: p[0..*plen) without the bytes that have no token, copied
  * into the workspace after the merge arrays and the ids (48 bytes per piece byte); NULL with
  * *rc set if the piece is too long. Kept out of line: the common models never come here. */
@@ -385,6 +383,9 @@ static const uint8_t *drop_gap_bytes(et_ws *ws, const uint8_t *p, size_t *plen, 
     return kept;
 }
 
+/* The ids of one piece p[0..plen): *ids points at them (at *one for a whole-piece token, else
+ * into the workspace, valid until the next call). Returns their count: 0 with *rc set on an
+ * error, 0 with *rc untouched when the piece held only dropped bytes (ET_FLAG_GAPS). */
 ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, size_t plen,
                                                 uint32_t *one, const uint32_t **ids, int *rc)
 {
