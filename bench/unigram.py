@@ -4,7 +4,7 @@ default: what the corpus supports), or on XLM-R's 250k Unigram or Llama-2's 32k 
 from llama.cpp's vocab GGUFs (--gguf; sentencepiece gets a ModelProto of the same data), for
 inputs of about 128, 512, 1k, 4k and 16k tokens. Checks identical ids first.
 
-    python bench/unigram.py [--vocab 8000] [--model path.model] [--gguf xlmr|llama2]
+    python bench/unigram.py [--vocab 8000] [--model path.model] [--gguf xlmr|llama2] [--block 10]
 """
 from __future__ import annotations
 
@@ -27,6 +27,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--vocab", type=int, default=6000)
     ap.add_argument("--model", help="an existing .model instead of training one")
+    ap.add_argument("--block", type=int, default=1,
+                    help="calls in a row per contender (1: strictly alternating, so each call "
+                         "finds its caches as the other libraries left them; 10: warm, as in an "
+                         "application that uses one tokenizer)")
     ap.add_argument("--gguf", choices=["xlmr", "llama2"],
                     help="XLM-R's 250k Unigram or Llama-2's 32k BPE vocabulary (fetched once)")
     args = ap.parse_args()
@@ -81,11 +85,12 @@ def main() -> None:
             assert fn(sample) == want, f"{name} differs from sentencepiece"
         runs = max(20, 20000 // target)
         ts: dict[str, list[float]] = {n: [] for n in names}
-        for _ in range(runs):
+        for _ in range(max(1, runs // args.block)):
             for k, fn in contenders.items():
-                t0 = time.perf_counter()
-                fn(sample)
-                ts[k].append(time.perf_counter() - t0)
+                for _ in range(args.block):
+                    t0 = time.perf_counter()
+                    fn(sample)
+                    ts[k].append(time.perf_counter() - t0)
         q = {k: (statistics.median(v) * 1e6, statistics.quantiles(v, n=100)[98] * 1e6) for k, v in ts.items()}
         ups = ", ".join(f"{q[n][0] / q['edgetok'][0]:.2f}x {n}" for n in names if n != "edgetok")
         print(f"{target:>8}{len(sample.encode()):>8}"

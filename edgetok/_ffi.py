@@ -40,6 +40,8 @@ class _Scratch(threading.local):
 
 
 _DEFAULT_PIECE = 4096
+# scratch memory the C core writes before it reads: not cleared, so pages never used cost nothing
+_scratch_new = ffi.new_allocator(should_clear_after_alloc=False)
 _KEEP_OUT = 1 << 22  # id buffers larger than this are not kept between calls
 
 
@@ -172,10 +174,13 @@ class Model:
     # -- workspaces -----------------------------------------------------------------------
     def _ws(self, piece: int = 0) -> object:
         s = self._scratch
+        if piece and piece <= s.ws_piece:  # would retry for ever
+            raise RuntimeError(f"edgetok: the C core asked for a workspace for {piece} bytes "
+                               f"and has one for {s.ws_piece} (a bug: please report it)")
         if s.ws == ffi.NULL or piece > s.ws_piece:
             want = max(piece, _DEFAULT_PIECE, s.ws_piece * 2 if piece else 0)
             size = lib.et_ws_size(want)
-            mem = ffi.new("uint64_t[]", (size + 7) // 8)
+            mem = _scratch_new("uint64_t[]", (size + 7) // 8)
             ws = lib.et_ws_init(self._h, mem, size)
             if ws == ffi.NULL:
                 raise MemoryError("cannot lay out an edgetok workspace")
@@ -186,7 +191,7 @@ class Model:
         s = self._scratch
         if s.out_cap < n:
             s.out_cap = max(n, 1024, s.out_cap * 2)
-            s.out = ffi.new("uint32_t[]", s.out_cap)
+            s.out = _scratch_new("uint32_t[]", s.out_cap)
         return s.out
 
     # -- the operations -------------------------------------------------------------------

@@ -182,13 +182,13 @@ def test_damaged_models_match_native(target, native, model, tmp_path):  # type: 
 
 def header_fields(image: bytes, n_vocab: int) -> tuple[int, int, int]:
     """Offsets of n_vocab and n_cells in the header, and of the trie section (found by value:
-    n_cells follows n_vocab, and the trie section's size, n_cells * 8, is in the table)."""
+    n_cells follows n_vocab, and the trie section's size, n_cells * 12, is in the table)."""
     head = image[:512]
     at = head.find(struct.pack("<I", n_vocab))
     if at < 0 or at % 4:
         pytest.skip("model header layout not understood")
     n_cells = struct.unpack_from("<I", head, at + 4)[0]
-    size_at = head.find(struct.pack("<Q", n_cells * 8))
+    size_at = head.find(struct.pack("<Q", n_cells * 12))
     if size_at < 8 or size_at % 8:
         pytest.skip("model header layout not understood")
     return at, at + 4, struct.unpack_from("<Q", head, size_at - 8)[0]
@@ -196,7 +196,7 @@ def header_fields(image: bytes, n_vocab: int) -> tuple[int, int, int]:
 
 def test_header_counts_that_wrap_32bit_sizes(target, native, model, enc, tmp_path):  # type: ignore[no-untyped-def]
     """A header whose n_vocab or n_cells is 2^30 more than the file holds must be refused.
-    The expected section sizes, n * 4 and n * 8, wrap around to the true ones in a 32-bit
+    The expected section sizes, n * 4 and n * 12, wrap around to the true ones in a 32-bit
     size_t; the model would then be accepted, and trie steps read far past the mapping."""
     name, etok = target
     image = Path(model).read_bytes()

@@ -68,6 +68,19 @@ def test_generated(trained, text):  # type: ignore[no-untyped-def]
         assert enc.decode(ids) == sp.decode(ids)
 
 
+def test_normaliser_edge_cases(trained):  # type: ignore[no-untyped-def]
+    """Rules that write far more than 3 bytes per input byte (NFKC: U+FDFA is 3 bytes, its
+    expansion 33), in texts long and short, where a fixed 3x buffer once looped for ever; and
+    ASCII letters followed by combining marks (rules start at the letter: "e" + U+0301 -> "é"),
+    which the normaliser's ASCII fast path must leave to the rules."""
+    cases = ["\ufdfa", "\ufdfa" * 500, "a\ufdfa b  \ufdfa\ufdfa c " * 40, "\u3392" * 300,
+             "Cafe\u0301 nai\u0308ve A\u030a e\u0301" * 20, "x" * 3000 + "\u0301", "<\u0338 =\u0338 >\u0338",
+             "  Q\u0301  \t\n e\u0301", "e" + "\u0301" * 50]
+    for sp, enc in trained.values():
+        for text in cases:
+            assert enc.encode(text) == sp.encode(text), text[:40]
+
+
 def test_cli_and_compile(trained, tmp_path):  # type: ignore[no-untyped-def]
     import subprocess
     import sys

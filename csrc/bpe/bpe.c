@@ -101,7 +101,7 @@ static size_t small_merge(const et_model *m, const uint8_t *p, uint32_t n, uint6
     for (uint32_t i = 0; i < n; i++) node[i] = et_trie_next(m, 0, p[i]); /* never ET_NONE */
     for (uint32_t i = 0; i + 1 < n; i++) {
         pnode[i] = et_trie_next(m, node[i], p[i + 1]);
-        rank[i] = pnode[i] == ET_NONE ? ET_NONE : m->values[pnode[i]];
+        rank[i] = pnode[i] == ET_NONE ? ET_NONE : et_value(m, pnode[i]);
     }
     uint32_t parts = n;
     rank[parts - 1] = ET_NONE;
@@ -119,10 +119,10 @@ static size_t small_merge(const et_model *m, const uint8_t *p, uint32_t n, uint6
         rank[parts - 1] = ET_NONE;
         for (uint32_t i = k ? k - 1 : 0; i <= k && i + 1 < parts; i++) {
             pnode[i] = et_trie_walk(m, node[i], p + bnd[i + 1], bnd[i + 2] - bnd[i + 1]);
-            rank[i] = pnode[i] == ET_NONE ? ET_NONE : m->values[pnode[i]];
+            rank[i] = pnode[i] == ET_NONE ? ET_NONE : et_value(m, pnode[i]);
         }
     }
-    for (uint32_t i = 0; i < parts; i++) ids[i] = m->values[node[i]];
+    for (uint32_t i = 0; i < parts; i++) ids[i] = et_value(m, node[i]);
     return parts;
 }
 
@@ -134,7 +134,7 @@ static uint32_t concat(const et_model *m, uint32_t a, uint32_t b)
     uint32_t s = a < m->n_vocab ? m->tnode[a] : ET_NONE;
     if (!lb || s >= m->n_cells || la + lb > m->max_token_len) return ET_NONE;
     s = et_trie_walk(m, s, q, lb);
-    return s == ET_NONE ? ET_NONE : m->values[s];
+    return s == ET_NONE ? ET_NONE : et_value(m, s);
 }
 
 /* Whether BPE of a's bytes followed by b's gives exactly [a, b]: unwind the later of the two
@@ -188,7 +188,7 @@ static uint32_t longest_match(const et_model *m, const uint8_t *p, size_t n)
     for (size_t i = 0; i < n; i++) {
         s = et_trie_next(m, s, p[i]);
         if (s == ET_NONE) break;
-        if (m->values[s] != ET_NONE) best = m->values[s];
+        if (et_value(m, s) != ET_NONE) best = et_value(m, s);
     }
     return best;
 }
@@ -256,10 +256,10 @@ int et_bpe_tables(const et_model *m, uint32_t *split, uint32_t *prefix, uint32_t
         uint32_t len = et_tok(m, t, &q), s = 0, pre = ET_NONE;
         split[2 * t] = split[2 * t + 1] = t;
         for (uint32_t i = 0; i < len && s != ET_NONE; i++) {
-            if (i && m->values[s] != ET_NONE) pre = m->values[s];
+            if (i && et_value(m, s) != ET_NONE) pre = et_value(m, s);
             s = et_trie_next(m, s, q[i]);
         }
-        int ordinary = len && s != ET_NONE && m->values[s] == t; /* specials are not in the trie */
+        int ordinary = len && s != ET_NONE && et_value(m, s) == t; /* specials are not in the trie */
         for (uint32_t i = 0; ordinary && (m->flags & ET_FLAG_GAPS) && i < len; i++)
             if (m->byteids[q[i]] == ET_NONE) ordinary = 0; /* holds a dropped byte: unreachable */
         tnode[t] = ordinary ? s : ET_NONE;
@@ -334,7 +334,7 @@ static size_t heap_merge(const et_model *m, const uint8_t *p, uint32_t n, uint64
     }
     for (uint32_t i = 0; i < n; i++) {
         pnode[i] = i + 1 < n ? et_trie_next(m, node[i], p[i + 1]) : ET_NONE;
-        rank[i] = pnode[i] == ET_NONE ? ET_NONE : m->values[pnode[i]];
+        rank[i] = pnode[i] == ET_NONE ? ET_NONE : et_value(m, pnode[i]);
         if (rank[i] != ET_NONE) heap_push(heap, &hn, (uint64_t)rank[i] << 32 | i);
     }
     while (hn) {
@@ -348,17 +348,17 @@ static size_t heap_merge(const et_model *m, const uint8_t *p, uint32_t n, uint64
         rank[j] = ET_NONE; /* j is gone */
         uint32_t k = nx[i];
         pnode[i] = k < n ? et_trie_walk(m, node[i], p + k, nx[k] - k) : ET_NONE;
-        rank[i] = pnode[i] == ET_NONE ? ET_NONE : m->values[pnode[i]];
+        rank[i] = pnode[i] == ET_NONE ? ET_NONE : et_value(m, pnode[i]);
         if (rank[i] != ET_NONE) heap_push(heap, &hn, (uint64_t)rank[i] << 32 | i);
         if (i > 0) {
             uint32_t h = pv[i];
             pnode[h] = et_trie_walk(m, node[h], p + i, nx[i] - i);
-            rank[h] = pnode[h] == ET_NONE ? ET_NONE : m->values[pnode[h]];
+            rank[h] = pnode[h] == ET_NONE ? ET_NONE : et_value(m, pnode[h]);
             if (rank[h] != ET_NONE) heap_push(heap, &hn, (uint64_t)rank[h] << 32 | h);
         }
     }
     size_t c = 0;
-    for (uint32_t i = 0; i < n; i = nx[i]) ids[c++] = m->values[node[i]];
+    for (uint32_t i = 0; i < n; i = nx[i]) ids[c++] = et_value(m, node[i]);
     return c;
 }
 
@@ -395,8 +395,8 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
         if (plen == 0) return 0; /* nothing left: no tokens, no error */
     }
     uint32_t node = et_trie_walk(m, 0, p, plen);
-    if (node != ET_NONE && m->values[node] != ET_NONE) {
-        *one = m->values[node];
+    if (node != ET_NONE && et_value(m, node) != ET_NONE) {
+        *one = et_value(m, node);
         *ids = one;
         return 1;
     }

@@ -1,6 +1,7 @@
 /* Compiling a BPE vocabulary into an .etok image: sort, build the double-array trie, lay out
  * the sections. Runs once per vocabulary (at package build or `edgetok compile`), so it may
  * allocate freely; it never runs on the encode path. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -209,9 +210,10 @@ static int compile_image(const uint8_t *bytes, const uint32_t *off, const uint32
     for (uint32_t i = 1; i < n; i++)
         if (tok_cmp(&ts, idx[i - 1], idx[i]) == 0) { rc = ET_E_VOCAB; goto done; }
     if ((rc = dat_build(&d, &ts, idx, ids, n))) goto done;
+    if (d.used > ET_MAX_CELLS) { rc = ET_E_VOCAB; goto done; }
 
     size_t plen = x->pattern ? strlen(x->pattern) + 1 : 0;
-    size_t sz[ET_NSEC] = {(size_t)d.used * 8, (size_t)d.used * 4, ((size_t)n_vocab + 1) * 4,
+    size_t sz[ET_NSEC] = {(size_t)d.used * 12, 0, ((size_t)n_vocab + 1) * 4,
                           blob_size, (size_t)ns * 4, 256 * 4, plen};
     if (bpe) {
         sz[ET_SEC_SPLIT] = (size_t)n_vocab * 8;
@@ -241,10 +243,10 @@ static int compile_image(const uint8_t *bytes, const uint32_t *off, const uint32
     h.max_token_len = max_len;
     uint32_t *cells = (uint32_t *)(img + h.sec[ET_SEC_CELLS].off);
     for (uint32_t i = 0; i < d.used; i++) {
-        cells[2 * i] = d.base[i];
-        cells[2 * i + 1] = d.check[i];
+        cells[3 * i] = d.base[i];
+        cells[3 * i + 1] = d.check[i];
+        cells[3 * i + 2] = d.value[i];
     }
-    memcpy(img + h.sec[ET_SEC_VALUES].off, d.value, sz[ET_SEC_VALUES]);
     memcpy(img + h.sec[ET_SEC_TOKOFF].off, tokoff, sz[ET_SEC_TOKOFF]);
     uint8_t *blob = img + h.sec[ET_SEC_BLOB].off;
     for (uint32_t i = 0; i < n; i++)
@@ -323,9 +325,11 @@ int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const
     int rc = ET_OK;
     if (!ids || !tb || !sids || !sb) { rc = ET_E_NOMEM; goto out; }
     memset(byteids, 0xFF, sizeof byteids);
-    et_uparam up = {unk_id, flags, 3.402823466e+38f, -3.402823466e+38f, {0, 0, 0, 0}, bos_id, eos_id};
+    et_uparam up = {unk_id, flags, 3.402823466e+38f, -3.402823466e+38f, {0, 0, 0, 0}, bos_id, eos_id,
+                    et_charsmap_expansion((const uint8_t *)charsmap, charsmap_len)};
+    if (!up.expand) { rc = ET_E_NOMEM; goto out; }
     for (unsigned c = 0; c < 128; c++)
-        if (et_charsmap_starts((const uint8_t *)charsmap, charsmap_len, (uint8_t)c))
+        if (et_charsmap_ascii_rule((const uint8_t *)charsmap, charsmap_len, (uint8_t)c))
             up.ascii_rules[c >> 5] |= 1u << (c & 31);
     /* piece bytes are passed through as offsets into the caller's buffer */
     tb[0] = sb[0] = 0;
@@ -374,9 +378,24 @@ int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const
         }
     }
     if (words) up.flags |= ET_SP_WORDS;
+    /* Unigram: SCORES holds what a piece adds to a Viterbi path (see model.h) */
+    float *vs = NULL;
+    if (rc == ET_OK && !(flags & ET_SP_BPE)) {
+        if (!(vs = malloc((size_t)n * sizeof *vs))) rc = ET_E_NOMEM;
+        for (uint32_t i = 0; vs && i < n; i++) {
+            if (types[i] == ET_SP_UNUSED)
+                vs[i] = NAN;
+            else if (types[i] == ET_SP_USER_DEFINED) /* sentencepiece 0.2.3's bonus */
+                vs[i] = (float)(0.1 * (double)(off[i + 1] - off[i] - 1));
+            else if (types[i] == ET_SP_NORMAL && scores[i] != scores[i])
+                rc = ET_E_ARG; /* a NaN score */
+            else
+                vs[i] = scores[i];
+        }
+    }
     if (rc == ET_OK) {
         extra x = {ET_KIND_UNIGRAM, ET_PRETOK_NONE, 0, 0, unk_surface, byteids, {0}, {0}};
-        x.data[ET_SEC_SCORES] = scores;
+        x.data[ET_SEC_SCORES] = vs ? vs : scores;
         x.size[ET_SEC_SCORES] = (size_t)n * 4;
         x.data[ET_SEC_TYPES] = types;
         x.size[ET_SEC_TYPES] = n;
@@ -387,7 +406,7 @@ int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const
         rc = compile_image((const uint8_t *)tbytes, toff, ids, nt, (const uint8_t *)sbytes, soff,
                            sids, NULL, ns, &x, out, out_len);
     }
-    free(toff); free(soff); free(tbytes); free(sbytes);
+    free(toff); free(soff); free(tbytes); free(sbytes); free(vs);
 out:
     free(ids); free(tb); free(sids); free(sb);
     return rc;

@@ -97,15 +97,13 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
         return ET_E_VERSION;
     }
     if (h->n_vocab < 1 || h->n_vocab > 0x7FFFFFFFu || h->n_cells < 1 ||
-        h->n_cells > 0x7FFFFFFFu || h->n_specials > h->n_vocab)
+        h->n_cells > ET_MAX_CELLS || h->n_specials > h->n_vocab)
         return ET_E_FORMAT;
     const void *p;
     size_t got;
     int rc;
-    if ((rc = section(h, size, ET_SEC_CELLS, (uint64_t)h->n_cells * 8u, &p, NULL))) return rc;
+    if ((rc = section(h, size, ET_SEC_CELLS, (uint64_t)h->n_cells * 12u, &p, NULL))) return rc;
     m->cells = p;
-    if ((rc = section(h, size, ET_SEC_VALUES, (uint64_t)h->n_cells * 4u, &p, NULL))) return rc;
-    m->values = p;
     if ((rc = section(h, size, ET_SEC_TOKOFF, ((uint64_t)h->n_vocab + 1u) * 4u, &p, NULL)))
         return rc;
     m->tokoff = p;
@@ -146,7 +144,8 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
         if ((rc = section(h, size, ET_SEC_CHARSMAP, 0, &p, &got))) return rc;
         m->charsmap = p;
         m->charsmap_size = got;
-        if (m->up.unk_id >= m->n_vocab) return ET_E_FORMAT;
+        if (m->up.unk_id >= m->n_vocab || m->up.expand < 3 || m->up.expand > 0xFFFFu)
+            return ET_E_FORMAT;
         if ((m->up.bos_id != ET_NONE && m->up.bos_id >= m->n_vocab) ||
             (m->up.eos_id != ET_NONE && m->up.eos_id >= m->n_vocab))
             return ET_E_FORMAT;
@@ -166,7 +165,7 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
         for (unsigned b = 0; b < 256; b++) {
             if (m->byteids[b] == ET_NONE && (m->flags & ET_FLAG_GAPS)) continue;
             uint32_t t = et_trie_next(m, 0, (uint8_t)b);
-            if (t == ET_NONE || m->values[t] != m->byteids[b] || m->byteids[b] >= m->n_vocab)
+            if (t == ET_NONE || et_value(m, t) != m->byteids[b] || m->byteids[b] >= m->n_vocab)
                 return ET_E_FORMAT;
         }
     }
@@ -326,9 +325,10 @@ uint32_t et_model_kind(const et_model *m)
 
 size_t et_encode_bound(const et_model *m, size_t len)
 {
-    /* unigram: normalised text is at most 3 bytes per input byte plus a dummy prefix, and
-     * each of its bytes yields at most one id */
-    return m && m->kind == ET_KIND_UNIGRAM ? 3 * len + 8 : len;
+    /* unigram: normalised text is at most up.expand bytes per input byte plus a dummy
+     * prefix, and each of its bytes yields at most one id */
+    if (!m || m->kind != ET_KIND_UNIGRAM) return len;
+    return len > (SIZE_MAX - 8) / m->up.expand ? SIZE_MAX : m->up.expand * len + 8;
 }
 
 int et_token_bytes(const et_model *m, uint32_t id, const uint8_t **ptr, size_t *len)
@@ -344,8 +344,8 @@ int et_token_bytes(const et_model *m, uint32_t id, const uint8_t **ptr, size_t *
 int et_token_lookup(const et_model *m, const char *s, size_t len, uint32_t *id)
 {
     uint32_t t = len ? et_trie_walk(m, 0, (const uint8_t *)s, len) : ET_NONE;
-    if (t == ET_NONE || m->values[t] == ET_NONE) return ET_E_TOKEN;
-    *id = m->values[t];
+    if (t == ET_NONE || et_value(m, t) == ET_NONE) return ET_E_TOKEN;
+    *id = et_value(m, t);
     return ET_OK;
 }
 

@@ -1,9 +1,11 @@
 /* csrc/model: the .etok model format, shared by the loader, the compiler and the encoders.
  *
  * An .etok file is little-endian: a fixed header, then sections at 64-byte aligned offsets.
- *   CELLS    n_cells x {base, check}: the double-array trie over token bytes. The child of
+ *   CELLS    n_cells x {base, check, value}: the double-array trie over token bytes. The child of
  *            cell s on byte c is t = base[s] + c when check[t] == s. Cell 0 is the root.
- *   VALUES   n_cells x id: the token whose bytes spell the path to the cell, or ET_NONE.
+ *            A cell's value is the token whose bytes spell the path to it, or ET_NONE. One
+ *            cell's three words share a cache line (mostly): a trie step is one memory access.
+ *   VALUES   empty (the values were a section of their own before format version 5).
  *   TOKOFF   (n_vocab + 1) x offset into BLOB: token id's bytes are BLOB[off[id]..off[id+1])
  *            (empty = no such id).
  *   BLOB     token bytes, ordinary and special, in id order.
@@ -18,7 +20,10 @@
  * says the compiler proved them consistent (every token is the BPE of its own bytes, made
  * from lower-ranked parts).
  * Unigram models (kind ET_KIND_UNIGRAM) have no SPLIT/PREFIX/TNODE/PATTERN, and instead:
- *   SCORES   n_vocab x float32 piece score;  TYPES  n_vocab x uint8 piece type (ET_SP_*)
+ *   SCORES   n_vocab x float32: what the piece adds to a Viterbi path: its score, NaN for
+ *            unused pieces, 0.1 * (bytes - 1) for user-defined ones (sentencepiece 0.2.3's
+ *            bonus); SentencePiece BPE: the piece's score (its merge priority)
+ *   TYPES    n_vocab x uint8 piece type (ET_SP_*)
  *   UPARAM   one et_uparam;  CHARSMAP  SentencePiece's precompiled normaliser (may be empty)
  *   PATTERN  (optional) the text <unk> decodes to, NUL-terminated
  * Their trie holds the NORMAL, USER_DEFINED and UNUSED pieces; the other pieces (unknown,
@@ -35,7 +40,8 @@
 #include "../include/edgetok.h"
 
 #define ET_NONE 0xFFFFFFFFu
-#define ET_FORMAT_VERSION 4u
+#define ET_FORMAT_VERSION 5u
+#define ET_MAX_CELLS 0x15555555u /* so that 12 * n_cells bytes fit in 32 bits */
 #define ET_KIND_BPE 1u
 #define ET_KIND_UNIGRAM 2u
 #define ET_FLAG_BACKTRACK 1u
@@ -62,8 +68,10 @@ enum { ET_SP_NORMAL = 1, ET_SP_UNKNOWN = 2, ET_SP_CONTROL = 3, ET_SP_USER_DEFINE
 typedef struct {
     uint32_t unk_id, flags;
     float min_score, max_score; /* over NORMAL pieces */
-    uint32_t ascii_rules[4];    /* bit b: some charsmap rule starts with ASCII byte b */
+    uint32_t ascii_rules[4];    /* bit b: a charsmap rule may apply at ASCII byte b when the
+                                   next byte is ASCII too, or the text ends there */
     uint32_t bos_id, eos_id;    /* the model's BOS and EOS pieces, or ET_NONE */
+    uint32_t expand;            /* most normalised bytes per input byte (3 .. 0xFFFF) */
 } et_uparam;
 
 enum { ET_SEC_CELLS, ET_SEC_VALUES, ET_SEC_TOKOFF, ET_SEC_BLOB, ET_SEC_SPECIALS,
@@ -81,8 +89,7 @@ typedef struct {
 } et_header;
 
 struct et_model {
-    const uint32_t *cells; /* base, check interleaved */
-    const uint32_t *values;
+    const uint32_t *cells; /* base, check, value interleaved */
     const uint32_t *tokoff;
     const uint8_t *blob;
     const uint32_t *specials;
@@ -108,8 +115,14 @@ struct et_model {
 /* The trie child of cell s on byte c, or ET_NONE. */
 static inline uint32_t et_trie_next(const struct et_model *m, uint32_t s, uint8_t c)
 {
-    uint32_t t = m->cells[2u * s] + c;
-    return (t < m->n_cells && m->cells[2u * t + 1u] == s) ? t : ET_NONE;
+    uint32_t t = m->cells[3u * s] + c;
+    return (t < m->n_cells && m->cells[3u * t + 1u] == s) ? t : ET_NONE;
+}
+
+/* The token id at cell s (s < n_cells), or ET_NONE. */
+static inline uint32_t et_value(const struct et_model *m, uint32_t s)
+{
+    return m->cells[3u * s + 2u];
 }
 
 /* The cell reached from s over p[0..n), or ET_NONE. */
@@ -139,8 +152,12 @@ void *et_ws_mem(struct et_ws *ws);
 size_t et_ws_bytes(const struct et_ws *ws);
 void et_ws_set_need(struct et_ws *ws, size_t need);
 
-/* Whether some key of the precompiled charsmap cm[0..size) starts with byte b. */
-int et_charsmap_starts(const uint8_t *cm, size_t size, uint8_t b);
+/* Whether a key of the precompiled charsmap cm[0..size) is the byte b alone or starts with b
+ * and then an ASCII byte (else no rule applies at b when an ASCII byte or the end follows). */
+int et_charsmap_ascii_rule(const uint8_t *cm, size_t size, uint8_t b);
+/* The most bytes the normaliser writes per input byte with charsmap cm[0..size) (at least 3:
+ * a space becomes U+2581), or 0 when out of memory. For the compiler. */
+uint32_t et_charsmap_expansion(const uint8_t *cm, size_t size);
 
 /* Unigram encoding of text[0..len) (complete) into out[0..cap) / counting (out NULL). */
 int et_unigram_run(struct et_ws *ws, const struct et_model *m, const uint8_t *text, size_t len,

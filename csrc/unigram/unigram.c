@@ -17,6 +17,7 @@
  * SentencePiece BPE models (ET_SP_BPE) share steps 1 and 3; step 2 is the merge loop below.
  * All arrays live in the caller's workspace; nothing is allocated.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../model/model.h"
@@ -66,14 +67,62 @@ static const uint32_t *darts_of(const uint8_t *cm, size_t size, size_t *n_units,
     return (const uint32_t *)(const void *)(cm + 4); /* sections are 64-byte aligned */
 }
 
-int et_charsmap_starts(const uint8_t *cm, size_t size, uint8_t b)
+int et_charsmap_ascii_rule(const uint8_t *cm, size_t size, uint8_t b)
 {
     size_t n = 0, sl = 0;
     const char *st;
     const uint32_t *a = darts_of(cm, size, &n, &st, &sl);
     if (!a || n == 0) return 0;
     size_t pos = ((a[0] >> 10) << ((a[0] & (1u << 9)) >> 6)) ^ b;
-    return pos < n && (a[pos] & ((1u << 31) | 0xFFu)) == b;
+    if (pos >= n || (a[pos] & ((1u << 31) | 0xFFu)) != b) return 0; /* no key starts with b */
+    const uint32_t unit = a[pos];
+    if ((unit >> 8) & 1u) return 1;                                  /* the key "b" itself */
+    const size_t base = pos ^ ((unit >> 10) << ((unit & (1u << 9)) >> 6));
+    for (unsigned d = 0; d < 0x80; d++)                              /* a key "b d ..." */
+        if ((base ^ d) < n && (a[base ^ d] & ((1u << 31) | 0xFFu)) == d) return 1;
+    return 0;
+}
+
+uint32_t et_charsmap_expansion(const uint8_t *cm, size_t size)
+{
+    size_t n = 0, sl = 0;
+    const char *st;
+    const uint32_t *a = darts_of(cm, size, &n, &st, &sl);
+    uint32_t most = 3; /* a space becomes U+2581, an invalid byte U+FFFD */
+    if (!a || n == 0) return most;
+    /* depth-first over the double array, each unit once (a malformed array may share or
+     * loop; normalize() then reports ET_E_FORMAT rather than overflow) */
+    uint32_t *stack = malloc(n * 2 * sizeof *stack);
+    uint8_t *seen = calloc(n, 1);
+    if (!stack || !seen) { free(stack); free(seen); return 0; }
+    size_t top = 0;
+    stack[top++] = 0, stack[top++] = 0;
+    seen[0] = 1;
+    while (top) {
+        const uint32_t depth = stack[--top], pos = stack[--top];
+        const uint32_t unit = a[pos];
+        const size_t base = pos ^ ((unit >> 10) << ((unit & (1u << 9)) >> 6));
+        if (depth > 0 && (unit >> 8) & 1u && base < n) {
+            const uint32_t v = a[base] & ((1u << 31) - 1);
+            if (v < sl) {
+                /* output bytes: the replacement, each of its spaces as 3 */
+                uint64_t out = 0;
+                for (size_t k = v; k < sl && st[k]; k++) out += st[k] == ' ' ? 3 : 1;
+                const uint64_t r = (out + depth - 1) / depth;
+                if (r > most) most = r > 0xFFFFu ? 0xFFFFu : (uint32_t)r;
+            }
+        }
+        for (unsigned d = 1; d < 256; d++) {
+            const size_t c = base ^ d;
+            if (c < n && !seen[c] && (a[c] & ((1u << 31) | 0xFFu)) == d) {
+                seen[c] = 1;
+                stack[top++] = (uint32_t)c, stack[top++] = depth + 1;
+            }
+        }
+    }
+    free(stack);
+    free(seen);
+    return most;
 }
 
 typedef struct {
@@ -82,7 +131,7 @@ typedef struct {
     int prev_space;
 } norm_buf;
 
-static int put(norm_buf *b, const uint8_t *p, size_t len)
+static inline int put(norm_buf *b, const uint8_t *p, size_t len)
 {
     if (len > b->cap - b->n) return 0;
     memcpy(b->out + b->n, p, len);
@@ -100,7 +149,7 @@ static size_t user_defined_prefix(const et_model *m, const uint8_t *s, size_t le
     for (size_t i = 0; i < len && i < m->max_token_len; i++) {
         st = et_trie_next(m, st, s[i]);
         if (st == ET_NONE) break;
-        uint32_t v = m->values[st];
+        uint32_t v = et_value(m, st);
         if (v < m->n_vocab && m->types[v] == ET_SP_USER_DEFINED) best = i + 1;
     }
     return best;
@@ -123,22 +172,39 @@ static int normalize(const et_model *m, const uint8_t *t, size_t len, norm_buf *
         size_t rep_len, used = 0;
         uint32_t value = 0;
         const uint8_t c = t[i];
-        if (c < 0x80u && !has_user && !(m->up.ascii_rules[c >> 5] >> (c & 31) & 1u)) {
-            /* ASCII that no rule changes: the common case, without a trie lookup. The same
-             * steps as below for a one-byte replacement. */
-            i++;
-            if (c == ' ' && first && remove_ws) continue; /* leading spaces */
+        if (c < 0x80u && !has_user && !(m->up.ascii_rules[c >> 5] >> (c & 31) & 1u) &&
+            (i + 1 == len || t[i + 1] < 0x80u)) {
+            /* ASCII that no rule changes (none applies at it when ASCII follows): the common
+             * case, without a trie lookup. The same steps as below for a one-byte replacement,
+             * over the run of such bytes. */
             if (first) {
+                if (c == ' ' && remove_ws) { i++; continue; } /* leading spaces */
                 first = 0;
                 if ((flags & ET_SP_ADD_DUMMY_PREFIX) && !(flags & ET_SP_WS_SUFFIX) &&
                     !(escape ? put(b, SPACE_SYMBOL, 3) : put(b, (const uint8_t *)" ", 1)))
                     return 0;
             }
-            if (!(c == ' ' && b->prev_space)) {
-                if (!(c == ' ' && escape ? put(b, SPACE_SYMBOL, 3) : put(b, &c, 1))) return 0;
-                b->prev_space = c == ' ';
-            }
-            if (!remove_ws) b->prev_space = 0;
+            const size_t room = (b->cap - b->n) / 3; /* bytes of input that surely fit */
+            if (room == 0) return 0;
+            const size_t stop = len - i < room ? len : i + room;
+            uint8_t *o = b->out + b->n;
+            int prev = b->prev_space;
+            do {
+                const uint8_t x = t[i++];
+                if (x != ' ') {
+                    *o++ = x;
+                    prev = 0;
+                } else {
+                    if (!prev) {
+                        if (escape) { memcpy(o, SPACE_SYMBOL, 3); o += 3; }
+                        else *o++ = ' ';
+                    }
+                    prev = remove_ws;
+                }
+            } while (i < stop && t[i] < 0x80u && !(m->up.ascii_rules[t[i] >> 5] >> (t[i] & 31) & 1u)
+                     && (i + 1 == len || t[i + 1] < 0x80u));
+            b->n = (size_t)(o - b->out);
+            b->prev_space = prev;
             continue;
         }
         size_t ud = has_user ? user_defined_prefix(m, t + i, len - i) : 0;
@@ -199,12 +265,13 @@ static int normalize(const et_model *m, const uint8_t *t, size_t len, norm_buf *
     return 1;
 }
 
-/* Length of the UTF-8 character at s[0..len) as sentencepiece counts it (1 for bad bytes). */
+/* Length of the UTF-8 character at s[0..len), len > 0, as sentencepiece's OneCharLen: by
+ * the lead byte alone (the normalised text is valid UTF-8), at most len. */
 static size_t one_char_len(const uint8_t *s, size_t len)
 {
-    size_t n;
-    (void)et_utf8_decode(s, len, 0, &n);
-    return n ? n : 1;
+    static const uint8_t by_high_nibble[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+    const size_t n = by_high_nibble[s[0] >> 4];
+    return n < len ? n : len;
 }
 
 typedef struct {
@@ -315,7 +382,7 @@ static sp_pair pair_pop(sp_pair *h, size_t *n)
 static uint32_t sp_id_at(const et_model *m, uint32_t st)
 {
     if (st == ET_NONE) return ET_NONE;
-    uint32_t id = m->values[st];
+    uint32_t id = et_value(m, st);
     if (id >= m->n_vocab || id == m->up.unk_id) return ET_NONE;
     uint8_t t = m->types[id];
     return t == ET_SP_NORMAL || t == ET_SP_USER_DEFINED || t == ET_SP_UNUSED ? id : ET_NONE;
@@ -378,7 +445,7 @@ static int sp_emit(sp_bpe *b, emitter *e, uint32_t start, uint32_t len, uint32_t
 }
 
 /* Bytes of workspace sp_bpe_run needs for n normalised bytes. */
-static size_t sp_bpe_bytes(size_t n)
+static uint64_t sp_bpe_bytes(uint64_t n)
 {
     return ((n + 1) * sizeof(sp_sym) + 7) / 8 * 8 + (3 * n + 1) * (sizeof(sp_pair) + sizeof(sp_unused)) + 64;
 }
@@ -442,30 +509,49 @@ static int sp_bpe_run(const et_model *m, const uint8_t *s, size_t n, uint8_t *me
     return ET_OK;
 }
 
+/* Workspace bytes for ncap normalised bytes: the text, then the Viterbi or BPE arrays. */
+static uint64_t work_bytes(uint64_t ncap, int bpe)
+{
+    return ncap + 8 + (bpe ? sp_bpe_bytes(ncap) : (ncap + 1) * (sizeof(path_node) + 4));
+}
+
+/* ET_E_WORKSPACE, asking for bytes (in et_ws_size() units). */
+static int need_workspace(struct et_ws *ws, uint64_t bytes)
+{
+    const uint64_t piece = bytes / 48 + 1;
+    et_ws_set_need(ws, piece > SIZE_MAX ? SIZE_MAX : (size_t)piece);
+    return ET_E_WORKSPACE;
+}
+
 int et_unigram_run(struct et_ws *ws, const et_model *m, const uint8_t *text, size_t len,
                    uint32_t *out, size_t cap, size_t *n_out)
 {
-    /* workspace: normalised bytes, then (N + 1) path nodes, then the backtrace */
+    /* workspace: normalised bytes, then (N + 1) path nodes and the backtrace (or the BPE's
+     * arrays). Room for 3 normalised bytes per input byte is required and usually enough;
+     * charsmap rules that expand more (U+FDFA: 3 bytes -> 33) may need up to up.expand, and
+     * ask for a larger workspace when they do. */
     uint8_t *mem = (uint8_t *)et_ws_mem(ws);
-    size_t room = et_ws_bytes(ws);
-    /* the normalised text is at most 3 bytes per input byte, plus a dummy prefix */
-    size_t ncap = 3 * len + 8;
+    const uint64_t room = et_ws_bytes(ws);
     const int bpe = (m->up.flags & ET_SP_BPE) != 0;
-    size_t need_bytes = ncap + 8 + (bpe ? sp_bpe_bytes(ncap)
-                                        : (ncap + 1) * sizeof(path_node) + (ncap + 1) * 4);
-    if (need_bytes > room) {
-        et_ws_set_need(ws, need_bytes / 48 + 1);
-        return ET_E_WORKSPACE;
+    const uint64_t lo = 3 * (uint64_t)len + 8, hi = (uint64_t)m->up.expand * len + 8;
+    uint64_t ncap = lo;
+    if (work_bytes(lo, bpe) > room) return need_workspace(ws, work_bytes(lo, bpe));
+    if (hi > lo) { /* as much of [lo, hi] as the workspace holds */
+        const uint64_t per = work_bytes(lo + 1, bpe) - work_bytes(lo, bpe) + 1;
+        const uint64_t more = lo + (room - work_bytes(lo, bpe)) / per;
+        ncap = more < hi ? more : hi;
+        if (work_bytes(ncap, bpe) > room) ncap = lo;
     }
-    norm_buf b = {mem, 0, ncap, 0};
+    norm_buf b = {mem, 0, (size_t)ncap, 0};
     if (!normalize(m, text, len, &b)) {
-        et_ws_set_need(ws, (need_bytes * 2) / 48 + 1);
-        return ET_E_WORKSPACE;
+        if (ncap >= hi) return ET_E_FORMAT; /* the model's expansion bound is wrong */
+        return need_workspace(ws, work_bytes(2 * ncap < hi ? 2 * ncap : hi, bpe));
     }
     const uint8_t *s = b.out;
     const size_t n = b.n;
-    if (bpe) return sp_bpe_run(m, s, n, mem + ((ncap + 7) & ~(size_t)7), out, cap, n_out);
-    path_node *best = (path_node *)(void *)(mem + ((ncap + 7) & ~(size_t)7));
+    const size_t at8 = ((size_t)ncap + 7) & ~(size_t)7;
+    if (bpe) return sp_bpe_run(m, s, n, mem + at8, out, cap, n_out);
+    path_node *best = (path_node *)(void *)(mem + at8);
     uint32_t *back = (uint32_t *)(void *)(best + ncap + 1);
     for (size_t k = 0; k <= n; k++) best[k] = (path_node){0.0f, ET_NONE, ET_NONE};
     const float unk_score = m->up.min_score - UNK_PENALTY;
@@ -485,14 +571,12 @@ int et_unigram_run(struct et_ws *ws, const et_model *m, const uint8_t *text, siz
         for (size_t k = at; k < n; k++) {
             st = et_trie_next(m, st, s[k]);
             if (st == ET_NONE) break;
-            uint32_t id = m->values[st];
-            if (id >= m->n_vocab || m->types[id] == ET_SP_UNUSED) continue;
+            uint32_t id = et_value(m, st);
+            if (id >= m->n_vocab) continue;
+            const float score = m->scores[id]; /* NaN: an unused piece */
+            if (score != score) continue;
             size_t length = k + 1 - at;
             if (k + 1 > frontier) frontier = k + 1;
-            /* user-defined pieces get a bonus that makes them win, as sentencepiece 0.2.3 */
-            const float score = m->types[id] == ET_SP_USER_DEFINED
-                                    ? (float)(0.1 * (double)(length - 1))
-                                    : m->scores[id];
             const float cand = score + here; /* float arithmetic, as there */
             path_node *tn = &best[k + 1];
             if (tn->start == ET_NONE || cand > tn->score) *tn = (path_node){cand, (uint32_t)at, id};
