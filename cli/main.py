@@ -414,8 +414,12 @@ def chunk(file: str, max_tokens: int, overlap: int, boundary: str, fmt: str, enc
 @click.option("--pattern", metavar="REGEX",
               help="Instead of --pretokenizer: the vocabulary's own pattern. One a regex-free "
               "pretokenizer reproduces gets it; any other runs through the `regex` module.")
+@click.option("--fairseq-ids", is_flag=True,
+              help="SentencePiece .model: the ids Hugging Face's XLM-RoBERTa tokenizers give "
+              "(fairseq's dictionary: <s> 0, <pad> 1, </s> 2, <unk> 3, every other piece one up, "
+              "<mask> last).")
 def compile_(vocab: str, output: str, specials: tuple[str, ...], pretokenizer: str,
-             pattern: str | None) -> None:
+             pattern: str | None, fairseq_ids: bool) -> None:
     """Compile a vocabulary into an .etok model, for --model on every command and
     edgetok.load(): a tiktoken file (base64 token and rank per line; gzip is fine), a GGUF
     model file or a Hugging Face tokenizer.json with byte-level BPE (GPT-2, Llama-3, Qwen2
@@ -430,6 +434,7 @@ def compile_(vocab: str, output: str, specials: tuple[str, ...], pretokenizer: s
       edgetok compile Meta-Llama-3-8B.Q4_K_M.gguf -o llama3.etok
       edgetok compile Qwen2.5-7B/tokenizer.json -o qwen.etok
       edgetok compile spiece.model -o spiece.etok
+      edgetok compile xlm-roberta/sentencepiece.bpe.model --fairseq-ids -o xlmr.etok
       edgetok encode --model llama3.etok notes.txt
     """
     from edgetok.compiler import compile_source
@@ -441,7 +446,8 @@ def compile_(vocab: str, output: str, specials: tuple[str, ...], pretokenizer: s
             raise Failure(f"--special {s!r}: expected TOKEN=ID")
         spec[name] = int(num)
     try:
-        image = compile_source(vocab, specials=spec, pretokenizer=pretokenizer, pattern=pattern)
+        image = compile_source(vocab, specials=spec, pretokenizer=pretokenizer, pattern=pattern,
+                               fairseq_ids=fairseq_ids)
     except FileNotFoundError:
         raise Failure(f"{vocab}: no such file") from None
     except (ValueError, OSError) as e:

@@ -105,10 +105,13 @@ def is_sentencepiece(path: str | Path) -> bool:
 
 
 def source_kind(path: str | Path) -> str:
-    """What a vocabulary file is: "gguf", "tokenizer.json", "sentencepiece" or "tiktoken"."""
+    """What a vocabulary file is: "gguf", "tokenizer.json", "sentencepiece" or "tiktoken" (or
+    "etok": compiled already)."""
     with open(path, "rb") as f:
-        head = f.read(4)
-    if head == b"GGUF":
+        head = f.read(8)
+    if head == b"EDGETOK\0":
+        return "etok"
+    if head[:4] == b"GGUF":
         return "gguf"
     if head[:1] == b"{":
         return "tokenizer.json"
@@ -116,11 +119,17 @@ def source_kind(path: str | Path) -> str:
 
 
 def compile_source(path: str | Path, *, specials: dict[str, int] | None = None,
-                   pretokenizer: str = "cl100k", pattern: str | None = None) -> bytes:
+                   pretokenizer: str = "cl100k", pattern: str | None = None,
+                   fairseq_ids: bool = False) -> bytes:
     """Compile any supported vocabulary file: a GGUF file or a Hugging Face tokenizer.json
     (byte-level BPE), a SentencePiece .model (Unigram) or a tiktoken file (with the named
-    pretokenizer and the given special tokens)."""
+    pretokenizer and the given special tokens). fairseq_ids: number a SentencePiece model's
+    pieces as Hugging Face's XLM-RoBERTa tokenizers do (see spm.use_fairseq_ids)."""
     kind = source_kind(path)
+    if kind == "etok":
+        raise ModelError(f"{path}: an edgetok model already (compile takes a vocabulary file)")
+    if fairseq_ids and kind != "sentencepiece":
+        raise ModelError(f"{path}: fairseq ids apply to SentencePiece .model files, not {kind}")
     if kind in ("gguf", "tokenizer.json"):
         if specials:
             raise ModelError(f"special tokens come from the {kind} file itself")
@@ -132,7 +141,10 @@ def compile_source(path: str | Path, *, specials: dict[str, int] | None = None,
             raise ModelError("special tokens come from the SentencePiece model itself")
         from .spm import read
 
-        return read(path).compile()
+        sp = read(path)
+        if fairseq_ids:
+            sp.use_fairseq_ids(str(path))
+        return sp.compile()
     return compile_tiktoken(path, specials=specials, pretokenizer=pretokenizer, pattern=pattern)
 
 

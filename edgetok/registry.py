@@ -42,10 +42,10 @@ def get_encoding(name: str) -> "Encoding":
         return _cache[name]
 
 
-def _cached(p: Path) -> Path | None:
+def _cached(p: Path, options: str = "") -> Path | None:
     """Where the compiled form of source file p is kept: the cache, keyed on the file's path,
-    size and modification time and on this edgetok's version and installed compiler files
-    (a reinstall recompiles; EDGETOK_NO_CACHE=1: None)."""
+    size and modification time, the compile options, and this edgetok's version and installed
+    compiler files (a reinstall recompiles; EDGETOK_NO_CACHE=1: None)."""
     if os.environ.get("EDGETOK_NO_CACHE", "") not in ("", "0"):
         return None
     import hashlib
@@ -57,7 +57,7 @@ def _cached(p: Path) -> Path | None:
     here = Path(__file__).parent
     tools = sorted(here.glob("_native*")) + [here / f for f in ("compiler.py", "hf.py", "spm.py", "gguf.py")]
     stamp = ",".join(str(t.stat().st_mtime_ns) for t in tools if t.exists())
-    key = f"{p.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{__version__}\0{stamp}"
+    key = f"{p.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{__version__}\0{stamp}\0{options}"
     return cache_dir() / "models" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".etok")
 
 
@@ -71,11 +71,14 @@ def _prune(folder: Path) -> None:
         old.unlink(missing_ok=True)
 
 
-def load(path: str | os.PathLike[str], *, name: str | None = None) -> "Encoding":
+def load(path: str | os.PathLike[str], *, name: str | None = None,
+         fairseq_ids: bool = False) -> "Encoding":
     """An Encoding for a model file: an .etok model, or a source compiled on first use and
     kept in the cache (~/.cache/edgetok/models; then mmapped like an .etok): a GGUF file or a
     tokenizer.json (byte-level BPE, SentencePiece from GGUF), a SentencePiece .model, or a
-    tiktoken vocabulary (with the cl100k_base pattern, no special tokens)."""
+    tiktoken vocabulary (with the cl100k_base pattern, no special tokens).
+    fairseq_ids=True: a SentencePiece .model with the ids Hugging Face's XLM-RoBERTa gives
+    (<s> 0, <pad> 1, </s> 2, <unk> 3, every other piece one up, <mask> last)."""
     from ._ffi import Model
     from .encoding import Encoding
 
@@ -83,11 +86,14 @@ def load(path: str | os.PathLike[str], *, name: str | None = None) -> "Encoding"
     with open(p, "rb") as f:
         magic = f.read(8)
     if magic == b"EDGETOK\0":
+        if fairseq_ids:
+            raise ValueError(f"{p}: already compiled; fairseq_ids applies when compiling a "
+                             "SentencePiece .model")
         model = Model.open(str(p), hugepages=_hugepages())
     else:
         from ._ffi import ModelError
 
-        cached = _cached(p)
+        cached = _cached(p, "fairseq" if fairseq_ids else "")
         model = None
         if cached is not None and cached.exists():
             try:
@@ -102,7 +108,7 @@ def load(path: str | os.PathLike[str], *, name: str | None = None) -> "Encoding"
         if model is None:
             from .compiler import compile_source
 
-            image = compile_source(p)
+            image = compile_source(p, fairseq_ids=fairseq_ids)
             model = Model.from_bytes(image, str(p))
             if cached is not None:
                 try:

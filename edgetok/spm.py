@@ -119,6 +119,23 @@ class SentencePieceModel:
                 | self.byte_fallback * 8 | self.treat_ws_as_suffix * 16
                 | (self.model_type == BPE) * 64)
 
+    def use_fairseq_ids(self, source: str) -> None:
+        """Renumber as fairseq's dictionary, which Hugging Face's XLM-RoBERTa tokenizers use
+        (fairseq_offset 1): <s> 0, <pad> 1, </s> 2, <unk> 3, piece i >= 3 at i + 1, <mask>
+        last. The model must start as XLM-R's does: <unk>, <s>, </s>."""
+        head = [(self.pieces[i], self.types[i]) for i in range(min(3, len(self.pieces)))]
+        if head != [(b"<unk>", UNKNOWN), (b"<s>", CONTROL), (b"</s>", CONTROL)]:
+            raise ModelError(f"{source}: fairseq ids need a model that starts with <unk>, <s>, "
+                             f"</s> (as XLM-R's sentencepiece.bpe.model); this one starts with "
+                             f"{b', '.join(p for p, _ in head).decode(errors='replace')}")
+        if b"<mask>" in self.pieces or b"<pad>" in self.pieces:
+            raise ModelError(f"{source}: already holds <pad> or <mask>; fairseq ids do not apply")
+        sc = self.scores
+        self.pieces = [b"<s>", b"<pad>", b"</s>", b"<unk>"] + self.pieces[3:] + [b"<mask>"]
+        self.scores = [sc[1], 0.0, sc[2], sc[0]] + sc[3:] + [0.0]
+        self.types = [CONTROL, CONTROL, CONTROL, UNKNOWN] + self.types[3:] + [CONTROL]
+        self.unk_id, self.bos_id, self.eos_id = 3, 0, 2
+
     def compile(self) -> bytes:
         return compile_unigram(self.pieces, self.scores, bytes(self.types), self.charsmap,
                                self.flags, self.unk_id, self.unk_surface, self.bos_id, self.eos_id)

@@ -70,21 +70,30 @@ def _field(num: int, payload: bytes | int | float) -> bytes:
     return _varint(num << 3) + _varint(payload)
 
 
-def sentencepiece_proto_from_gguf(path: str) -> bytes:
+def sentencepiece_proto_from_gguf(path: str, fairseq_order: bool = False) -> bytes:
     """A SentencePiece ModelProto holding a GGUF file's SentencePiece vocabulary (pieces, scores,
     types, charsmap and flags, with llama.cpp's defaults), so that the `sentencepiece` package
     can serve as the reference for the same model (XLM-R's 250k Unigram vocabulary ships only
-    as a GGUF here)."""
+    as a GGUF here). fairseq_order: XLM-R's GGUF holds Hugging Face's (fairseq's) order,
+    <s> <pad> </s> <unk>, pieces, <mask>, then padding; give sentencepiece's own order
+    instead, as in XLM-R's sentencepiece.bpe.model: <unk> <s> </s>, pieces."""
     from edgetok.gguf import read_metadata
 
     md = read_metadata(path)
-    types = md["tokenizer.ggml.token_type"]
-    scores = md.get("tokenizer.ggml.scores") or [0.0] * len(types)
+    tokens = list(md["tokenizer.ggml.tokens"])
+    types = list(md["tokenizer.ggml.token_type"])
+    scores = list(md.get("tokenizer.ggml.scores") or [0.0] * len(types))
+    unk = md.get("tokenizer.ggml.unknown_token_id", 0)
+    if fairseq_order:
+        assert tokens[:4] == [b"<s>", b"<pad>", b"</s>", b"<unk>"], tokens[:4]
+        end = md["tokenizer.ggml.mask_token_id"]
+        order = [3, 0, 2] + list(range(4, end))
+        tokens, types, scores = ([x[i] for i in order] for x in (tokens, types, scores))
+        unk = 0
     pieces = b"".join(_field(1, _field(1, t) + _field(2, float(s)) + _field(3, ty))
-                      for t, s, ty in zip(md["tokenizer.ggml.tokens"], scores, types))
+                      for t, s, ty in zip(tokens, scores, types))
     model_type = 2 if md["tokenizer.ggml.model"] == b"llama" else 1
-    trainer = (_field(3, model_type) + _field(35, int(6 in types))
-               + _field(40, md.get("tokenizer.ggml.unknown_token_id", 0)))
+    trainer = _field(3, model_type) + _field(35, int(6 in types)) + _field(40, unk)
     charsmap = bytes(x & 0xFF for x in md.get("tokenizer.ggml.precompiled_charsmap") or [])
     norm = (_field(1, b"gguf") + _field(2, charsmap)
             + _field(3, int(md.get("tokenizer.ggml.add_space_prefix", True)))

@@ -233,6 +233,43 @@ def test_gguf_sentencepiece_real_text(spm_pairs, corpora):  # type: ignore[no-un
         assert enc.encode(long) == sp.encode(long), name
 
 
+def test_fairseq_ids(vocab, spm_pairs, corpora, tmp_path):  # type: ignore[no-untyped-def]
+    """XLM-R's sentencepiece.bpe.model numbers its pieces <unk> <s> </s> ...; Hugging Face's
+    XLM-R gives fairseq's ids (the GGUF's order). That .model, rebuilt in sentencepiece's order
+    and compiled with fairseq_ids, gives the ids of sentencepiece over the GGUF's order."""
+    import reference
+    import sentencepiece as spm
+
+    path = tmp_path / "sentencepiece.bpe.model"
+    path.write_bytes(reference.sentencepiece_proto_from_gguf(vocab[XLMR], fairseq_order=True))
+    own = spm.SentencePieceProcessor(model_file=str(path))
+    assert own.get_piece_size() == 250000 and own.id_to_piece(0) == "<unk>"
+    _, hf = spm_pairs[XLMR]
+    enc = edgetok.load(path, fairseq_ids=True)
+    assert enc.n_vocab == 250002 and (enc.model.bos, enc.model.eos) == (0, 2)
+    rare = "unknown: \U0001F9FF\u2e3b \U000E0041 and more"
+    for kind, text in corpora.items():
+        lines = text[:20000].splitlines() + [rare]
+        assert [enc.encode(line) for line in lines] == hf.encode(lines), kind
+    assert 3 in enc.encode(rare)  # <unk>, as Hugging Face numbers it
+    assert enc.encode("x", add_bos=True, add_eos=True) == hf.encode("x", add_bos=True, add_eos=True)
+    assert enc.decode(hf.encode(rare)) == hf.decode(hf.encode(rare))
+    assert edgetok.load(path).encode(rare) == own.encode(rare)  # without it: the file's own ids
+    import subprocess
+    import sys
+
+    out = tmp_path / "xlmr.etok"
+    p = subprocess.run([sys.executable, "-m", "edgetok_cli.main", "compile", str(path),
+                        "--fairseq-ids", "-o", str(out)], capture_output=True)
+    assert p.returncode == 0, p.stderr
+    assert edgetok.load(out).encode(rare) == hf.encode(rare)
+    with pytest.raises(ModelError, match="fairseq"):
+        edgetok.load(vocab["llama-spm"], fairseq_ids=True)  # a GGUF: not a .model
+    (tmp_path / "t5.model").write_bytes(reference.sentencepiece_proto_from_gguf(vocab[XLMR]))
+    with pytest.raises(ModelError, match="fairseq"):
+        edgetok.load(tmp_path / "t5.model", fairseq_ids=True)  # starts <s> <pad>: already mapped
+
+
 @given(texts)
 @settings(max_examples=300, deadline=None)
 def test_gguf_sentencepiece_generated(spm_pairs, text):  # type: ignore[no-untyped-def]
