@@ -213,7 +213,8 @@ static int compile_image(const uint8_t *bytes, const uint32_t *off, const uint32
     if (d.used > ET_MAX_CELLS) { rc = ET_E_VOCAB; goto done; }
 
     size_t plen = x->pattern ? strlen(x->pattern) + 1 : 0;
-    size_t sz[ET_NSEC] = {(size_t)d.used * 12, 0, ((size_t)n_vocab + 1) * 4,
+    const size_t cw = bpe ? ET_BPE_CELL : ET_UNI_CELL; /* words per cell */
+    size_t sz[ET_NSEC] = {(size_t)d.used * cw * 4, 0, ((size_t)n_vocab + 1) * 4,
                           blob_size, (size_t)ns * 4, 256 * 4, plen};
     if (bpe) {
         sz[ET_SEC_SPLIT] = (size_t)n_vocab * 8;
@@ -243,9 +244,14 @@ static int compile_image(const uint8_t *bytes, const uint32_t *off, const uint32
     h.max_token_len = max_len;
     uint32_t *cells = (uint32_t *)(img + h.sec[ET_SEC_CELLS].off);
     for (uint32_t i = 0; i < d.used; i++) {
-        cells[3 * i] = d.base[i];
-        cells[3 * i + 1] = d.check[i];
-        cells[3 * i + 2] = d.value[i];
+        cells[cw * i] = d.base[i];
+        cells[cw * i + 1] = d.check[i];
+        cells[cw * i + 2] = d.value[i];
+        if (!bpe) { /* the piece's score beside it: Viterbi reads one cache line a step */
+            const float *scores = x->data[ET_SEC_SCORES];
+            const float sc = d.value[i] < n_vocab ? scores[d.value[i]] : NAN;
+            memcpy(&cells[cw * i + 3], &sc, 4);
+        }
     }
     memcpy(img + h.sec[ET_SEC_TOKOFF].off, tokoff, sz[ET_SEC_TOKOFF]);
     uint8_t *blob = img + h.sec[ET_SEC_BLOB].off;

@@ -102,7 +102,8 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
     const void *p;
     size_t got;
     int rc;
-    if ((rc = section(h, size, ET_SEC_CELLS, (uint64_t)h->n_cells * 12u, &p, NULL))) return rc;
+    const uint64_t cell = 4u * (h->kind == ET_KIND_UNIGRAM ? ET_UNI_CELL : ET_BPE_CELL);
+    if ((rc = section(h, size, ET_SEC_CELLS, (uint64_t)h->n_cells * cell, &p, NULL))) return rc;
     m->cells = p;
     if ((rc = section(h, size, ET_SEC_TOKOFF, ((uint64_t)h->n_vocab + 1u) * 4u, &p, NULL)))
         return rc;
@@ -343,9 +344,12 @@ int et_token_bytes(const et_model *m, uint32_t id, const uint8_t **ptr, size_t *
 
 int et_token_lookup(const et_model *m, const char *s, size_t len, uint32_t *id)
 {
-    uint32_t t = len ? et_trie_walk(m, 0, (const uint8_t *)s, len) : ET_NONE;
-    if (t == ET_NONE || et_value(m, t) == ET_NONE) return ET_E_TOKEN;
-    *id = et_value(m, t);
+    const int uni = m->kind == ET_KIND_UNIGRAM;
+    const uint8_t *p = (const uint8_t *)s;
+    uint32_t t = !len ? ET_NONE : uni ? et_uni_walk(m, 0, p, len) : et_trie_walk(m, 0, p, len);
+    uint32_t v = t == ET_NONE ? ET_NONE : uni ? et_uni_value(m, t) : et_value(m, t);
+    if (v == ET_NONE) return ET_E_TOKEN;
+    *id = v;
     return ET_OK;
 }
 

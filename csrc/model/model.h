@@ -1,7 +1,9 @@
 /* csrc/model: the .etok model format, shared by the loader, the compiler and the encoders.
  *
  * An .etok file is little-endian: a fixed header, then sections at 64-byte aligned offsets.
- *   CELLS    n_cells x {base, check, value}: the double-array trie over token bytes. The child of
+ *   CELLS    n_cells x {base, check, value} (unigram models: {base, check, value, score}, the
+ *            score a float32 as in SCORES, NaN where no piece ends): the double-array trie
+ *            over token bytes. The child of
  *            cell s on byte c is t = base[s] + c when check[t] == s. Cell 0 is the root.
  *            A cell's value is the token whose bytes spell the path to it, or ET_NONE. One
  *            cell's three words share a cache line (mostly): a trie step is one memory access.
@@ -36,12 +38,15 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../include/edgetok.h"
 
 #define ET_NONE 0xFFFFFFFFu
 #define ET_FORMAT_VERSION 5u
-#define ET_MAX_CELLS 0x15555555u /* so that 12 * n_cells bytes fit in 32 bits */
+#define ET_MAX_CELLS 0x0FFFFFFFu /* so that the CELLS section's size fits in 32 bits */
+#define ET_BPE_CELL 3u /* words per trie cell: BPE models */
+#define ET_UNI_CELL 4u /* unigram models (the piece's score in the cell too) */
 #define ET_KIND_BPE 1u
 #define ET_KIND_UNIGRAM 2u
 #define ET_FLAG_BACKTRACK 1u
@@ -112,25 +117,56 @@ struct et_model {
     int backing;     /* index into the names of et_model_backing() */
 };
 
-/* The trie child of cell s on byte c, or ET_NONE. */
+/* The trie child of cell s on byte c, or ET_NONE, for w words per cell. */
+static inline uint32_t et_trie_step(const struct et_model *m, uint32_t s, uint8_t c, size_t w)
+{
+    uint32_t t = m->cells[w * s] + c;
+    return (t < m->n_cells && m->cells[w * t + 1u] == s) ? t : ET_NONE;
+}
+
+/* The cell reached from s over p[0..n), or ET_NONE, for w words per cell. */
+static inline uint32_t et_trie_walk_w(const struct et_model *m, uint32_t s, const uint8_t *p,
+                                      size_t n, size_t w)
+{
+    for (size_t i = 0; i < n && s != ET_NONE; i++) s = et_trie_step(m, s, p[i], w);
+    return s;
+}
+
+/* BPE models: the child of s on c; the cell reached over p[0..n); the token id at cell s
+ * (s < n_cells), or ET_NONE. */
 static inline uint32_t et_trie_next(const struct et_model *m, uint32_t s, uint8_t c)
 {
-    uint32_t t = m->cells[3u * s] + c;
-    return (t < m->n_cells && m->cells[3u * t + 1u] == s) ? t : ET_NONE;
+    return et_trie_step(m, s, c, ET_BPE_CELL);
 }
-
-/* The token id at cell s (s < n_cells), or ET_NONE. */
-static inline uint32_t et_value(const struct et_model *m, uint32_t s)
-{
-    return m->cells[3u * s + 2u];
-}
-
-/* The cell reached from s over p[0..n), or ET_NONE. */
 static inline uint32_t et_trie_walk(const struct et_model *m, uint32_t s, const uint8_t *p,
                                     size_t n)
 {
-    for (size_t i = 0; i < n && s != ET_NONE; i++) s = et_trie_next(m, s, p[i]);
-    return s;
+    return et_trie_walk_w(m, s, p, n, ET_BPE_CELL);
+}
+static inline uint32_t et_value(const struct et_model *m, uint32_t s)
+{
+    return m->cells[(size_t)ET_BPE_CELL * s + 2u];
+}
+
+/* Unigram models: the same, and the score at cell s (NaN where no piece ends). */
+static inline uint32_t et_uni_next(const struct et_model *m, uint32_t s, uint8_t c)
+{
+    return et_trie_step(m, s, c, ET_UNI_CELL);
+}
+static inline uint32_t et_uni_walk(const struct et_model *m, uint32_t s, const uint8_t *p,
+                                   size_t n)
+{
+    return et_trie_walk_w(m, s, p, n, ET_UNI_CELL);
+}
+static inline uint32_t et_uni_value(const struct et_model *m, uint32_t s)
+{
+    return m->cells[(size_t)ET_UNI_CELL * s + 2u];
+}
+static inline float et_uni_score(const struct et_model *m, uint32_t s)
+{
+    float f;
+    memcpy(&f, &m->cells[(size_t)ET_UNI_CELL * s + 3u], sizeof f);
+    return f;
 }
 
 /* Bytes of token id (bounds-checked against the blob): length, and *p; 0 if none. */

@@ -147,9 +147,9 @@ static size_t user_defined_prefix(const et_model *m, const uint8_t *s, size_t le
     uint32_t st = 0;
     size_t best = 0;
     for (size_t i = 0; i < len && i < m->max_token_len; i++) {
-        st = et_trie_next(m, st, s[i]);
+        st = et_uni_next(m, st, s[i]);
         if (st == ET_NONE) break;
-        uint32_t v = et_value(m, st);
+        uint32_t v = et_uni_value(m, st);
         if (v < m->n_vocab && m->types[v] == ET_SP_USER_DEFINED) best = i + 1;
     }
     return best;
@@ -382,7 +382,7 @@ static sp_pair pair_pop(sp_pair *h, size_t *n)
 static uint32_t sp_id_at(const et_model *m, uint32_t st)
 {
     if (st == ET_NONE) return ET_NONE;
-    uint32_t id = et_value(m, st);
+    uint32_t id = et_uni_value(m, st);
     if (id >= m->n_vocab || id == m->up.unk_id) return ET_NONE;
     uint8_t t = m->types[id];
     return t == ET_SP_NORMAL || t == ET_SP_USER_DEFINED || t == ET_SP_UNUSED ? id : ET_NONE;
@@ -406,11 +406,11 @@ static void maybe_pair(sp_bpe *b, int32_t left, int32_t right)
     uint32_t size = l->len + r->len;
     if (size > b->m->max_token_len) return;
     /* the pair's piece: from the left symbol's cell over the right symbol's bytes */
-    uint32_t st = et_trie_walk(b->m, l->node, b->s + r->start, r->len);
+    uint32_t st = et_uni_walk(b->m, l->node, b->s + r->start, r->len);
     uint32_t id = sp_id_at(b->m, st);
     if (id == ET_NONE) return;
     pair_push(b->heap, &b->nheap,
-              (sp_pair){pair_key(b->m->scores[id], (uint32_t)left), (uint32_t)left,
+              (sp_pair){pair_key(et_uni_score(b->m, st), (uint32_t)left), (uint32_t)left,
                         (uint32_t)right, size, st});
     if (b->m->types[id] == ET_SP_UNUSED)
         b->unused[b->nunused++] = (sp_unused){l->start, l->len, size};
@@ -435,8 +435,8 @@ static int sp_emit(sp_bpe *b, emitter *e, uint32_t start, uint32_t len, uint32_t
         const sp_unused *u = &b->unused[k];
         if (u->size == len && memcmp(b->s + u->start, b->s + start, len) == 0) {
             uint32_t l = u->left_len;
-            uint32_t a = sp_id_at(b->m, et_trie_walk(b->m, 0, b->s + start, l));
-            uint32_t c = sp_id_at(b->m, et_trie_walk(b->m, 0, b->s + start + l, len - l));
+            uint32_t a = sp_id_at(b->m, et_uni_walk(b->m, 0, b->s + start, l));
+            uint32_t c = sp_id_at(b->m, et_uni_walk(b->m, 0, b->s + start + l, len - l));
             return sp_emit(b, e, start, l, a, depth + 1) &&
                    sp_emit(b, e, start + l, len - l, c, depth + 1);
         }
@@ -463,7 +463,7 @@ static int sp_bpe_run(const et_model *m, const uint8_t *s, size_t n, uint8_t *me
         size_t ud = has_user ? user_defined_prefix(m, s + at, n - at) : 0;
         size_t len = ud ? ud : one_char_len(s + at, n - at);
         b.sym[count] = (sp_sym){(uint32_t)at, (uint32_t)len | (ud ? SYM_FROZEN : 0u), count - 1,
-                                at + len < n ? count + 1 : -1, et_trie_walk(m, 0, s + at, len)};
+                                at + len < n ? count + 1 : -1, et_uni_walk(m, 0, s + at, len)};
         at += len;
     }
     /* With ET_SP_WORDS no merge crosses the start of a word (U+2581 after another character,
@@ -569,12 +569,12 @@ int et_unigram_run(struct et_ws *ws, const et_model *m, const uint8_t *text, siz
         int single = 0;
         uint32_t st = 0;
         for (size_t k = at; k < n; k++) {
-            st = et_trie_next(m, st, s[k]);
+            st = et_uni_next(m, st, s[k]);
             if (st == ET_NONE) break;
-            uint32_t id = et_value(m, st);
-            if (id >= m->n_vocab) continue;
-            const float score = m->scores[id]; /* NaN: an unused piece */
+            const float score = et_uni_score(m, st); /* NaN: no piece, or an unused one */
             if (score != score) continue;
+            const uint32_t id = et_uni_value(m, st);
+            if (id >= m->n_vocab) continue; /* (a damaged model) */
             size_t length = k + 1 - at;
             if (k + 1 > frontier) frontier = k + 1;
             const float cand = score + here; /* float arithmetic, as there */
