@@ -24,14 +24,14 @@ from strategies import texts
 
 LLAMA_CPP = ("llama-cpp-python", "0.3.36")
 NAMES = ["gpt-2", "llama-bpe", "qwen2", "qwen35", "mpt", "starcoder", "refact", "falcon",
-         "deepseek-coder"]
+         "deepseek-coder", "deepseek-llm", "command-r"]
 SPM_NAMES = ["llama-spm", "phi-3"]  # SentencePiece BPE with byte fallback (Llama-2's vocabulary)
 # the pretokenizer each GGUF must get (ET_PRETOK_*: 3 GPT-2, 4 Llama-3 family, 5 the regex
 # fallback: Qwen3.5's pattern takes marks into its words)
 PRETOK = {"gpt-2": 3, "llama-bpe": 4, "qwen2": 4, "qwen35": 5, "mpt": 3, "starcoder": 5,
-          "refact": 5, "falcon": 5, "deepseek-coder": 5}
+          "refact": 5, "falcon": 5, "deepseek-coder": 5, "deepseek-llm": 5, "command-r": 5}
 # vocabularies without a token for some bytes: those bytes are dropped, as tokenizers does
-DROPS_BYTES = {"mpt", "starcoder", "refact", "falcon", "deepseek-coder"}
+DROPS_BYTES = {"mpt", "starcoder", "refact", "falcon", "deepseek-coder", "deepseek-llm"}
 XLMR = "nomic-bert-moe"  # XLM-RoBERTa's 250k Unigram vocabulary
 
 
