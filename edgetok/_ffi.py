@@ -375,7 +375,7 @@ class Model:
     def pretokenize(self, data: bytes) -> list[int]:
         """End offsets of the pieces of data."""
         self._bpe_only("pretokenizing")
-        ends = ffi.new("size_t[]", max(len(data), 1))
+        ends = _scratch_new("size_t[]", max(len(data), 1))
         res = ffi.new("size_t[2]")
         check(lib.et_pretokenize(self._h, data, len(data), FINAL, ends, len(data), res, res + 1),
               "pretokenize")

@@ -92,38 +92,46 @@ size_t et_ws_bytes(const et_ws *ws) { return WS_PER_BYTE * (ws->cap + 1); }
 void et_ws_set_need(et_ws *ws, size_t need) { ws->need = need; }
 
 /* tiktoken's byte_pair_merge for a short piece p[0..n), n >= 2, stopping when `stop` parts
- * are left (1: run to the end). Returns the part count; the ids are left in ids[0..count). */
+ * are left (1: run to the end). Returns the part count; the ids are left in ids[0..count).
+ * Parts are a linked list by start offset (nxt), so a merge unlinks one, with no shifting. */
 static size_t small_merge(const et_model *m, const uint8_t *p, uint32_t n, uint64_t *mem,
                           uint32_t *ids, uint32_t stop)
 {
-    uint32_t *bnd = (uint32_t *)mem, *node = bnd + n + 1, *pnode = node + n, *rank = pnode + n;
-    for (uint32_t i = 0; i <= n; i++) bnd[i] = i;
-    for (uint32_t i = 0; i < n; i++) node[i] = et_trie_next(m, 0, p[i]); /* never ET_NONE */
+    uint32_t *nxt = (uint32_t *)mem, *node = nxt + n + 1, *pnode = node + n, *rank = pnode + n;
+    for (uint32_t i = 0; i < n; i++) {
+        nxt[i] = i + 1;
+        node[i] = et_trie_next(m, 0, p[i]); /* never ET_NONE */
+    }
     for (uint32_t i = 0; i + 1 < n; i++) {
         pnode[i] = et_trie_next(m, node[i], p[i + 1]);
         rank[i] = pnode[i] == ET_NONE ? ET_NONE : et_value(m, pnode[i]);
     }
+    rank[n - 1] = ET_NONE;
     uint32_t parts = n;
-    rank[parts - 1] = ET_NONE;
     while (parts > stop) {
-        uint32_t best = ET_NONE, k = 0;
-        for (uint32_t i = 0; i + 1 < parts; i++)
-            if (rank[i] < best) { best = rank[i]; k = i; }
+        /* the lowest rank, leftmost among equals; and the part before it */
+        uint32_t best = ET_NONE, k = 0, before = ET_NONE;
+        for (uint32_t i = 0, prev = ET_NONE; i < n; prev = i, i = nxt[i])
+            if (rank[i] < best) { best = rank[i]; k = i; before = prev; }
         if (best == ET_NONE) break;
         node[k] = pnode[k];
+        nxt[k] = nxt[nxt[k]];
         parts--;
-        memmove(bnd + k + 1, bnd + k + 2, (parts - k) * sizeof *bnd);
-        memmove(node + k + 1, node + k + 2, (parts - k - 1) * sizeof *node);
-        memmove(pnode + k + 1, pnode + k + 2, (parts - k - 1) * sizeof *pnode);
-        memmove(rank + k + 1, rank + k + 2, (parts - k - 1) * sizeof *rank);
-        rank[parts - 1] = ET_NONE;
-        for (uint32_t i = k ? k - 1 : 0; i <= k && i + 1 < parts; i++) {
-            pnode[i] = et_trie_walk(m, node[i], p + bnd[i + 1], bnd[i + 2] - bnd[i + 1]);
-            rank[i] = pnode[i] == ET_NONE ? ET_NONE : et_value(m, pnode[i]);
+        const uint32_t after = nxt[k]; /* the part now after k, or n */
+        if (after < n) {
+            pnode[k] = et_trie_walk(m, node[k], p + after, nxt[after] - after);
+            rank[k] = pnode[k] == ET_NONE ? ET_NONE : et_value(m, pnode[k]);
+        } else {
+            rank[k] = ET_NONE;
+        }
+        if (before != ET_NONE) {
+            pnode[before] = et_trie_walk(m, node[before], p + k, after - k);
+            rank[before] = pnode[before] == ET_NONE ? ET_NONE : et_value(m, pnode[before]);
         }
     }
-    for (uint32_t i = 0; i < parts; i++) ids[i] = et_value(m, node[i]);
-    return parts;
+    uint32_t c = 0;
+    for (uint32_t i = 0; i < n; i = nxt[i]) ids[c++] = et_value(m, node[i]);
+    return c;
 }
 
 /* The token made of token a's bytes followed by token b's, or ET_NONE. */
@@ -457,8 +465,14 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
                 rc = ET_E_FULL;
                 break;
             }
-            if (k == 1) out[n] = ids[0]; /* most pieces are one token: no memcpy call */
-            else memcpy(out + n, ids, k * sizeof *ids);
+            if (k <= 4) { /* most pieces are a few tokens: no memcpy call */
+                out[n] = ids[0];
+                if (k > 1) out[n + 1] = ids[1];
+                if (k > 2) out[n + 2] = ids[2];
+                if (k > 3) out[n + 3] = ids[3];
+            } else {
+                memcpy(out + n, ids, k * sizeof *ids);
+            }
             if (ends) {
                 size_t at = i;
                 for (size_t x = 0; x < k; x++) {

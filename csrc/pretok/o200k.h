@@ -135,7 +135,8 @@ static inline unsigned et_o2_cat(const uint8_t *t, size_t len, size_t i, size_t 
 }
 
 /* First position >= i whose character's category is not in mask. */
-static inline size_t et_o2_run(const uint8_t *t, size_t len, size_t i, unsigned mask)
+ET_ALWAYS_INLINE static inline size_t et_o2_run(const uint8_t *t, size_t len, size_t i,
+                                               unsigned mask)
 {
     if (mask == O2M_LO) { /* 8 ASCII lower-case letters at a time */
         const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
