@@ -157,7 +157,7 @@ def test_real_text(pretok_check, patterns, corpora, family, kind):  # type: igno
     assert sum(s for _, s in got) > len(ends) // 10
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", FAMILIES + ["cl100k"])
 def test_safe_cuts_real_text(pretok_check, patterns, corpora, family):  # type: ignore[no-untyped-def]
     # every safe cut of the first lines of each corpus, in texts of about 600 characters
     texts = []

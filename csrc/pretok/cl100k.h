@@ -221,17 +221,23 @@ static inline int et_cl_is_space(const uint8_t *t, size_t len, size_t i)
     return c == C_SP || c == C_NL || c == C_WS;
 }
 
-/* A cut at piece boundary b (0 < b < len) is safe when the characters on both sides of it
- * are not whitespace: no alternative that ended a piece at b looked past the character at b,
- * and the pattern has no look-behind, so the pieces from b on depend only on text from b on. */
+/* A cut at piece boundary b (0 < b < len) is safe when the character before it is not
+ * whitespace, and the one at b is not a line break after punctuation: the piece that ends at b
+ * (letters, digits, punctuation, a contraction) stops at the character at b whatever follows
+ * -- only punctuation takes line breaks after it -- so no alternative that ended a piece at b
+ * looked past the character at b, and the pattern has no look-behind, so the pieces from b on
+ * depend only on text from b on. (Whitespace before b: \s+(?!\S) and \s++$ look further.)
+ * Cutting before a space lets streaming cut prose at every word. */
 static inline int et_cl100k_safe_cut(const uint8_t *t, size_t len, size_t b)
 {
-    if (et_cl_is_space(t, len, b)) return 0;
     size_t k = b - 1, n;
+    unsigned c = et_cl_cat(t, len, b, &n);
     while (k > 0 && b - k < 4 && (t[k] & 0xC0u) == 0x80u) k--;
     (void)et_utf8_decode(t, len, k, &n);
     if (k + n != b) k = b - 1; /* an invalid byte before b: a character of its own */
-    return !et_cl_is_space(t, len, k);
+    unsigned p = et_cl_cat(t, len, k, &n);
+    if (p == C_SP || p == C_NL || p == C_WS) return 0;
+    return c != C_NL || p == C_L || p == C_N;
 }
 
 static inline int et_cl_ascii_letter(uint8_t c) { return (uint8_t)((c | 0x20u) - 'a') < 26u; }

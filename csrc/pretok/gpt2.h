@@ -178,13 +178,14 @@ static inline unsigned et_g2_cat_before(const uint8_t *t, size_t len, size_t b)
 
 /* Whether the piece boundary b (0 < b < len) of t[0..len) is a safe cut: for every text X that
  * is empty or starts with the character at b, t[0..b) + X has a boundary at b and the same
- * pieces before it. The rule: neither the character before b nor the one at b is whitespace,
- * and not (the one before is ' and the one at b is l, v or r). Why: the pattern has no
+ * pieces before it. The rule: the character before b is not whitespace, and not (it is ' and
+ * the one at b is l, v or r). Why: the pattern has no
  * look-behind, so only what a piece before b looked at can change. A letter, number or
  * punctuation piece ends where its possessive run ends and looks at the character there only;
  * a contraction looks at nothing past its end. A whitespace piece looks at the rest of its run
  * and one character more (\s+(?!\S) stops one short of a run that non-space follows, and \s++$
- * takes the whole run at the end of the text): excluded by the first condition. An apostrophe
+ * takes the whole run at the end of the text): excluded by the first condition; whitespace at
+ * b ends every other piece, which never takes any (so prose cuts at every word). An apostrophe
  * that starts no contraction looks at up to two characters after it ("'lx" is "'" "lx", "'ll"
  * one piece): the second condition. Otherwise a run that ends at b ends there at the end of
  * the text too. A character at b that is an invalid byte close to len may be the start of a
@@ -194,7 +195,6 @@ static inline int et_gpt2_safe_cut(const uint8_t *t, size_t len, size_t b)
     size_t n;
     if (b == 0 || b >= len) return 0; /* no piece boundary to cut at */
     unsigned c = et_g2_cat(t, len, b, &n);
-    if ((G2M_SPACE >> c) & 1u) return 0;
     if (c == G2_P && t[b] >= 0x80u && n == 1 && len - b < 4) return 0;
     unsigned p = et_g2_cat_before(t, len, b);
     if ((G2M_SPACE >> p) & 1u) return 0;

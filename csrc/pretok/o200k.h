@@ -283,14 +283,17 @@ static inline unsigned et_o2_cat_before(const uint8_t *t, size_t len, size_t b)
 /* Whether the piece boundary b (0 < b < len) of t[0..len) is a safe cut: for every text X that
  * is empty or starts with the character at b, t[0..b) + X has a boundary at b and the same
  * pieces before it. The rule, on the categories p of the character before b and c of the one
- * at b, is: neither is whitespace, and not (c is ' and p is a letter or mark), and not (c is
- * Lu/Lt and p is Lm/Lo/mark). Why that suffices: the pattern has no look-behind, so only what a
+ * at b, is: p is not whitespace, c is no line break unless p is a letter or digit, and not (c
+ * is ' and p is a letter or mark), and not (c is Lu/Lt and p is Lm/Lo/mark). Why that
+ * suffices: the pattern has no look-behind, so only what a
  * piece before b looked at can change. Every piece ends where a run of its class ends, after at
  * most 3 digits, or after a contraction; what it looks at past its end is the character there,
  * plus:
  *   - a whitespace piece: the rest of the whitespace run and the character after it (A5 stops at
  *     the last line break, A6 one character short of the run's end, and its (?!\S) would match
- *     at the end of the text) -- excluded by "neither is whitespace";
+ *     at the end of the text) -- excluded by "p is not whitespace";
+ *   - a punctuation piece: the line breaks and slashes after it -- a line break at b is
+ *     excluded by the second condition (a slash is punctuation: no boundary before it);
  *   - a word piece not followed by a contraction: the character at b is ', then up to two more
  *     ("ab'lx" is "ab" "'lx", but "ab'll" one piece) -- excluded by the second condition;
  *   - an A1 piece that ends at its last Lm/Lo/mark inside an upper-case run ("中" of "中AB."),
@@ -305,10 +308,10 @@ static inline int et_o200k_safe_cut(const uint8_t *t, size_t len, size_t b)
     size_t n;
     if (b == 0 || b >= len) return 0; /* no piece boundary to cut at */
     unsigned c = et_o2_cat(t, len, b, &n);
-    if ((O2M_SPACE >> c) & 1u) return 0;
     if (c == O2_P && t[b] >= 0x80u && n == 1 && len - b < 4) return 0;
     unsigned p = et_o2_cat_before(t, len, b);
     if ((O2M_SPACE >> p) & 1u) return 0;
+    if (c == O2_NL) return p == O2_LU || p == O2_LL || p == O2_LB || p == O2_N;
     if (c == O2_AP && p <= O2_MK) return 0; /* LU, LL, LB, MK */
     if (c == O2_LU && (p == O2_LB || p == O2_MK)) return 0;
     return 1;
