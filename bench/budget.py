@@ -5,6 +5,8 @@
 - count 1,000 random ranges of a 1 MB text: RangeCounter vs tiktoken on each slice
 - count while appending 1 MB in 100-byte pieces: AppendCounter vs tiktoken re-encoding the
   last 2 KB (a cheap approximation a tiktoken user might try: not exact)
+- append one run of random letters (no cut in it) a byte at a time, 100 KB and 200 KB: the
+  time must double, not quadruple (tiktoken: exact would mean re-encoding all of it each time)
 
     python bench/budget.py
 """
@@ -68,6 +70,15 @@ def main() -> None:
             len(tk.encode_ordinary(acc))
 
     rows.append(("append 1 MB in 100 B pieces", timed(append_edgetok), timed(append_tiktoken)))
+    run = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(200_000)).encode()
+    for size in (100_000, 200_000):
+        def append_run(size: int = size) -> None:
+            c = enc.counter()
+            for i in range(size):
+                c.append(run[i:i + 1])
+            assert c.count == enc.count(run[:size].decode())
+
+        rows.append((f"one {size // 1000} KB run, byte by byte", timed(append_run), float("nan")))
     print(f"{'operation':<34}{'edgetok ms':>12}{'tiktoken ms':>13}{'ratio':>8}")
     for name, a, b in rows:
         print(f"{name:<34}{a * 1e3:>12.2f}{b * 1e3:>13.2f}{b / a:>7.1f}x")

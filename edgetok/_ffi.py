@@ -144,6 +144,21 @@ class Model:
         """Long pieces take the linear backtracking encoder (else a heap, O(n log n))."""
         return bool(lib.et_model_backtracks(self._h))
 
+    @property
+    def can_grow(self) -> bool:
+        """Whether a piece growing at its end can be encoded incrementally (GrowingPiece)."""
+        return (self.backtracks and not self.drops_bytes and not self.regex_split
+                and self.kind == "bpe")
+
+    def piece_extends(self, data: bytes | bytearray, start: int, old_end: int, end: int) -> bool:
+        """Whether data[start:end] is provably still one piece, data[start:old_end] having been
+        the last piece of data[:old_end] (et_piece_extends)."""
+        src = ffi.from_buffer(data)
+        try:
+            return bool(lib.et_piece_extends(self._h, src, start, old_end, end))
+        finally:
+            ffi.release(src)
+
     def verify(self) -> bool:
         return lib.et_model_verify(self._h) == lib.ET_OK
 
@@ -397,6 +412,41 @@ class Model:
 PRETOK_KINDS = {"cl100k": (lib.ET_PRETOK_CL100K, 3), "o200k": (lib.ET_PRETOK_O200K, 0),
                 "gpt2": (lib.ET_PRETOK_GPT2, 0), "llama3": (lib.ET_PRETOK_LLAMA3, 3),
                 "qwen2": (lib.ET_PRETOK_LLAMA3, 1), "regex": (lib.ET_PRETOK_REGEX, 0)}
+
+
+class GrowingPiece:
+    """The encoding of every prefix of one piece that grows at its end (et_piece_grow):
+    extending it costs about the bytes added, whatever the piece's length."""
+
+    def __init__(self, model: Model) -> None:
+        self._model = model
+        self.length = 0
+        self._cap = 0
+        self._last: object = None
+        self._cnt: object = None
+        self._walks = ffi.new("uint32_t[]", 2 * (model.max_token_len + 1))
+        self._n_walks = ffi.new("size_t *")
+
+    def grow(self, data: bytes | bytearray, start: int, end: int) -> int:
+        """Extend to the piece data[start:end] (data[start:start + length] as before); returns
+        its token count."""
+        n = end - start
+        if n > self._cap:
+            cap = max(n, 2 * self._cap, 256)
+            last, cnt = _scratch_new("uint32_t[]", cap), _scratch_new("uint32_t[]", cap)
+            if self.length:
+                ffi.memmove(last, self._last, 4 * self.length)
+                ffi.memmove(cnt, self._cnt, 4 * self.length)
+            self._last, self._cnt, self._cap = last, cnt, cap
+        src = ffi.from_buffer(data)
+        try:
+            rc = lib.et_piece_grow(self._model._ws(), src + start, self.length, n, self._last,
+                                   self._cnt, self._walks, self._n_walks)
+        finally:
+            ffi.release(src)
+        check(rc, "append")
+        self.length = n
+        return int(self._cnt[n - 1]) if n else 0
 
 
 def compile_bpe(tokens: list[tuple[bytes, int]], specials: list[tuple[bytes, int]],

@@ -6,7 +6,7 @@ exactly what encoding the text with the same model gives.
 """
 from __future__ import annotations
 
-from ._ffi import Model
+from ._ffi import GrowingPiece, Model
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -143,11 +143,16 @@ class RangeCounter:
         return self._model.count_range(self._data, self._cum, start, end)
 
 
+GROW_MIN = 64  # bytes: a last piece this long grows in place instead of being recounted
+
+
 class AppendCounter:
     """The exact token count of text fed piece by piece (str, or bytes that may stop inside a
     character), readable after every append. Only the text since the last cut that no later
-    text can move is kept and recounted, so each append costs about the length of what it
-    adds, plus the current word."""
+    text can move is kept and recounted, so an append costs about the length of what it adds
+    plus the current word; and when the last piece is long (a run of letters, punctuation or
+    whitespace with no cut) and the new text only continues it, the piece's count grows in
+    place (the "last token of every prefix" table), so that costs about what is added too."""
 
     def __init__(self, enc: "Encoding"):
         self._model = enc.model
@@ -158,8 +163,11 @@ class AppendCounter:
             raise ValueError(f"{enc.name} normalises text to NFC, which a character appended "
                              "later can change: count the whole text instead")
         self._committed = 0  # tokens of the text before self._pending; final
-        self._pending = b""  # since the last safe cut, including an incomplete character
+        self._pending = bytearray()  # since the last safe cut, including an incomplete character
         self._count = 0
+        self._grows = enc.model.can_grow
+        # the long last piece of the pending text: (start, end, tokens before it, its table)
+        self._open: tuple[int, int, int, GrowingPiece] | None = None
 
     @property
     def count(self) -> int:
@@ -168,13 +176,32 @@ class AppendCounter:
 
     def append(self, piece: str | bytes) -> int:
         """Add text; returns the count so far."""
-        buf = self._pending + (piece if isinstance(piece, bytes) else _raw_utf8(piece))
+        buf = self._pending
+        buf += piece if isinstance(piece, (bytes, bytearray)) else _raw_utf8(piece)
         whole = _complete(buf)
-        n, used = self._model.count(buf[:whole], final=False)
+        if self._open is not None:
+            start, end, before, table = self._open
+            if whole == end:  # only part of a character came
+                return self._count
+            if whole > end and self._model.piece_extends(buf, start, end, whole):
+                self._open = (start, whole, before, table)
+                self._count = self._committed + before + table.grow(buf, start, whole)
+                return self._count
+            self._open = None
+        data = bytes(buf[:whole])
+        n, used = self._model.count(data, final=False)
         self._committed += n
-        self._pending = buf[used:]
-        tail, _ = self._model.count(self._pending[: whole - used], final=True)
+        del buf[:used]
+        rest = data[used:]
+        tail, _ = self._model.count(rest, final=True)
         self._count = self._committed + tail
+        if self._grows and len(rest) >= GROW_MIN:
+            ends = self._model.pretokenize(rest)
+            start = ends[-2] if len(ends) > 1 else 0
+            if len(rest) - start >= GROW_MIN:
+                table = GrowingPiece(self._model)
+                size = table.grow(rest, start, len(rest))
+                self._open = (start, len(rest), tail - size, table)
         return self._count
 
 

@@ -175,3 +175,54 @@ def test_range_counter_block_edges(enc, ref, n):  # type: ignore[no-untyped-def]
         for j in (i, n, min(n, i + 64), min(n, i + 65)):
             assert rc.count(i, j) == len(ref.encode_ordinary(text[i:j]))
     assert rc.count(-5) == len(ref.encode_ordinary(text[-5:]))
+
+
+# ---- one long piece growing: the "last token of every prefix" table (GrowingPiece) --------
+
+RUNS = ["x" + "a" * 300 + "B" * 120 + "b" * 90 + "\u00e9" * 70 + " " * 150 + "\n" * 80 + "=" * 200
+        + "'s" + "1" * 200 + " \t" * 60 + "\u4e2d" * 40 + "!" * 90 + "\n/" * 30 + "end",
+        "\U0001f600" * 40 + "ab" * 200 + "  " + "xyz" * 100 + "." * 70 + "\r\n" * 40 + "q"]
+FAMILIES = ["cl100k_base", "o200k_base", "r50k_base"]
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def family(request):  # type: ignore[no-untyped-def]
+    import edgetok
+    import reference
+
+    return edgetok.get_encoding(request.param), reference.tiktoken_encoding(request.param)
+
+
+@given(st.text(st.sampled_from("aab =\n'xyzE\u00e9\u4e2d\U0001f600!1"), min_size=1, max_size=300),
+       st.lists(st.integers(1, 40), min_size=1, max_size=10))
+@settings(max_examples=150, deadline=None)
+def test_growing_piece_against_tiktoken(family, text, steps):  # type: ignore[no-untyped-def]
+    # the count of every prefix of a byte string encoded as one piece, grown in uneven steps,
+    # against tiktoken's own BPE of that piece
+    from edgetok._ffi import GrowingPiece
+
+    enc, ref = family
+    data = text.encode()
+    table = GrowingPiece(enc.model)
+    end, k = 0, 0
+    while end < len(data):
+        end = min(len(data), end + steps[k % len(steps)])
+        k += 1
+        got = table.grow(data, 0, end)
+        assert got == len(ref._core_bpe.encode_single_piece(data[:end])), data[:end]
+
+
+@pytest.mark.parametrize("text", RUNS, ids=["runs", "emoji"])
+def test_append_counter_long_runs(family, text):  # type: ignore[no-untyped-def]
+    # long runs of one class (the last piece grows in place while the run goes on), their ends,
+    # and bytes cut inside characters, against tiktoken after every append
+    enc, ref = family
+    data = text.encode()
+    rnd = random.Random(len(data))
+    c = enc.counter()
+    pos = 0
+    while pos < len(data):
+        step = rnd.choice([1, 1, 2, 3, 7, 20])
+        got = c.append(data[pos:pos + step])
+        pos += step
+        assert got == len(ref.encode_ordinary(data[:pos].decode("utf-8", "ignore"))), pos

@@ -127,6 +127,25 @@ def test_budget_operations(etok, model, ref, corpora, tmp_path):  # type: ignore
         assert g == w, (i, j)
 
 
+def test_growing_piece(etok, model, ref, tmp_path):  # type: ignore[no-untyped-def]
+    # et_piece_grow over long runs and arbitrary bytes, in uneven steps: no sanitizer report,
+    # and tiktoken's count of each prefix as one piece
+    rnd = random.Random(5)
+    cases = [b"a" * 700 + b"=" * 300 + b" " * 200, "\u00e9\U0001f600x".encode() * 120,
+             bytes(rnd.randrange(256) for _ in range(900)), b"ab" * 500]
+    f = tmp_path / "g.bin"
+    for data in cases:
+        f.write_bytes(data)
+        for step in (1, 13, 64):
+            p = subprocess.run([str(etok), "grow", model, str(f)], capture_output=True,
+                               env={**ENV, "ETOK_STEP": str(step)}, timeout=300)
+            assert p.returncode == 0, p.stderr.decode()[-3000:]
+            got = list(map(int, p.stdout.split()))
+            ends = list(range(step, len(data), step)) + [len(data)]
+            want = [len(ref._core_bpe.encode_single_piece(data[:e])) for e in ends]
+            assert got == want, step
+
+
 def test_batch_of_lines(etok, model, ref, corpora, tmp_path):  # type: ignore[no-untyped-def]
     text = corpora["multilingual"][:30000] + "\n\n" + "x" * 500 + "\n \U0001f600 "
     f = tmp_path / "lines.txt"

@@ -636,6 +636,117 @@ int et_count_range(et_ws *ws, const char *text, size_t len, const uint32_t *cum,
     return ET_OK;
 }
 
+/* ---- one growing piece (the appending counter) ------------------------------------------
+ * The "last token of every prefix" table of GitHub's bpe crate (encode_via_table): the last
+ * token of BPE(p[0..i]) is the longest token t ending at i whose pair with the last token of
+ * the prefix before t is valid (valid_pair) -- or that starts the piece. Exact for the models
+ * whose backtracking tables were proven at compile time (ET_FLAG_BACKTRACK). The trie walks
+ * that may still reach a token ending later are kept between calls, oldest first. */
+
+int et_piece_grow(et_ws *ws, const char *piece, size_t from, size_t to, uint32_t *last,
+                  uint32_t *cnt, uint32_t *walks, size_t *n_walks)
+{
+    if (!ws || (!piece && to) || !last || !cnt || !walks || !n_walks || from > to ||
+        to > 0xFFFFFFF0u)
+        return ET_E_ARG;
+    const et_model *m = ws->m;
+    if (m->kind != ET_KIND_BPE || !(m->flags & ET_FLAG_BACKTRACK) || (m->flags & ET_FLAG_GAPS))
+        return ET_E_ARG;
+    const uint8_t *p = (const uint8_t *)piece;
+    size_t nw = *n_walks;
+    if (nw > (size_t)m->max_token_len + 1) return ET_E_ARG;
+    for (size_t i = from; i < to; i++) {
+        size_t k = 0; /* the walks that go on over p[i], in order, then one starting at i */
+        for (size_t w = 0; w < nw; w++) {
+            uint32_t s = walks[2 * w + 1] < m->n_cells ? et_trie_next(m, walks[2 * w + 1], p[i])
+                                                       : ET_NONE;
+            if (s != ET_NONE && walks[2 * w] < i) {
+                walks[2 * k] = walks[2 * w];
+                walks[2 * k + 1] = s;
+                k++;
+            }
+        }
+        uint32_t s0 = et_trie_next(m, 0, p[i]);
+        if (s0 == ET_NONE || k > m->max_token_len) return ET_E_FORMAT;
+        walks[2 * k] = (uint32_t)i;
+        walks[2 * k + 1] = s0;
+        nw = k + 1;
+        size_t w = 0;
+        for (; w < nw; w++) { /* longest first */
+            uint32_t tok = et_value(m, walks[2 * w + 1]), st = walks[2 * w];
+            if (tok == ET_NONE) continue;
+            if (st == 0 || valid_pair_cached(ws, last[st - 1], tok)) {
+                last[i] = tok;
+                cnt[i] = (st ? cnt[st - 1] : 0) + 1;
+                break;
+            }
+        }
+        if (w == nw) return ET_E_FORMAT; /* a damaged model: some token always fits */
+    }
+    *n_walks = nw;
+    return ET_OK;
+}
+
+/* The category of the character that ends at b (0 < b), with the family's categorizer. */
+#define CAT_BEFORE(cat, t, b, out)                                                      \
+    do {                                                                                \
+        size_t k_ = (b) - 1, n_;                                                        \
+        while (k_ > 0 && (b) - k_ < 4 && ((t)[k_] & 0xC0u) == 0x80u) k_--;             \
+        (out) = cat((t), (b), k_, &n_);                                                 \
+        if (k_ + n_ != (b)) (out) = cat((t), (b), (b) - 1, &n_);                        \
+    } while (0)
+
+/* Whether class-run continuation c keeps a piece that ends in p going (see et_piece_extends). */
+static int run_goes_on(uint32_t pretok, unsigned p, unsigned c)
+{
+    switch (pretok) {
+    case ET_PRETOK_O200K:
+        if (p == O2_LL || p == O2_LU) return c == p; /* LO+ (or A2's LO*); A2's Lu/Lt run */
+        if (p == O2_AP || p == O2_P) return c == O2_AP || c == O2_P;  /* A4's run */
+        if (p == O2_SP || p == O2_WS) return c == O2_SP || c == O2_WS; /* A6, no line break */
+        return p == O2_NL && c == O2_NL;                                /* A5 */
+    case ET_PRETOK_GPT2:
+        if (p == G2_L || p == G2_N) return c == p;
+        if (p == G2_AP || p == G2_P) return c == G2_AP || c == G2_P;
+        return (p == G2_SP || p == G2_WS) && (c == G2_SP || c == G2_WS); /* \s+(?!\S) to the end */
+    case ET_PRETOK_LLAMA3:
+        if (p == C_SP || p == C_WS) return c == C_SP || c == C_WS; /* \s+(?!\S), no line break */
+        if (p == C_NL) return c == C_NL;                            /* \s*[\r\n]+ */
+        break;
+    case ET_PRETOK_CL100K:
+        if (p == C_SP || p == C_WS || p == C_NL) return c == C_SP || c == C_WS || c == C_NL;
+        break; /* \s++$ takes the run */
+    default:
+        return 0;
+    }
+    if (p == C_L) return c == C_L;                                  /* \p{L}++ */
+    return (p == C_AP || p == C_P) && (c == C_AP || c == C_P);      /* punctuation run */
+}
+
+int et_piece_extends(const et_model *m, const char *text, size_t start, size_t old_end,
+                     size_t len)
+{
+    const uint8_t *t = (const uint8_t *)text;
+    if (!m || !t || m->kind != ET_KIND_BPE || start > old_end || old_end - start < 16 ||
+        len <= old_end)
+        return 0;
+    const uint32_t fam = m->pretok;
+    unsigned p;
+    if (fam == ET_PRETOK_O200K) CAT_BEFORE(et_o2_cat, t, old_end, p);
+    else if (fam == ET_PRETOK_GPT2) CAT_BEFORE(et_g2_cat, t, old_end, p);
+    else if (fam == ET_PRETOK_CL100K || fam == ET_PRETOK_LLAMA3) CAT_BEFORE(et_cl_cat, t, old_end, p);
+    else return 0;
+    for (size_t i = old_end; i < len;) {
+        size_t n;
+        unsigned c = fam == ET_PRETOK_O200K ? et_o2_cat(t, len, i, &n)
+                     : fam == ET_PRETOK_GPT2 ? et_g2_cat(t, len, i, &n)
+                                             : et_cl_cat(t, len, i, &n);
+        if (!run_goes_on(fam, p, c)) return 0;
+        i += n;
+    }
+    return 1;
+}
+
 int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned flags,
                    size_t *ends, size_t cap, size_t *n_out, size_t *consumed)
 {

@@ -177,6 +177,21 @@ int et_prefix_counts(et_ws *ws, const char *text, size_t len, uint32_t *cum);
 int et_count_range(et_ws *ws, const char *text, size_t len, const uint32_t *cum, size_t i,
                    size_t j, size_t *count);
 
+/* ---- one piece that grows (appending; models where et_model_backtracks() is 1) ----------- */
+
+/* Extends the encoding of every prefix of a piece from p[0..from) to p[0..to): last[i] = the
+ * last token of BPE(p[0..i]), cnt[i] = its token count. walks[0..2 * *n_walks) carries the
+ * trie walks between calls (room for 2 * (max_token_len + 1); *n_walks = 0 at first).
+ * Amortised constant time per byte. ET_E_ARG for models without backtracking tables. */
+int et_piece_grow(et_ws *ws, const char *p, size_t from, size_t to, uint32_t *last,
+                  uint32_t *cnt, uint32_t *walks, size_t *n_walks);
+
+/* 1 if text[start..len) is still one piece, given that text[start..old_end) (16 bytes or
+ * more) was the last piece of text[0..old_end): the characters added continue its run (letters,
+ * punctuation, whitespace as the pattern allows). 0 when it may not be (then pretokenize). */
+int et_piece_extends(const et_model *m, const char *text, size_t start, size_t old_end,
+                     size_t len);
+
 /* ---- parallel work ---------------------------------------------------------------------- */
 
 /* Encodes n complete texts (texts[k][0..lens[k])) one after another into out[0..cap), their

@@ -5,6 +5,8 @@
  *   etok pretok MODEL [FILE]   byte end offset of each piece
  *   etok split MODEL [FILE]    successive cuts of at most N tokens (N = $ETOK_N, default 7)
  *   etok range MODEL [FILE]    counts of ranges [i, j) for i, j on a grid of $ETOK_STEP bytes
+ *   etok grow MODEL [FILE]     FILE as one piece growing $ETOK_STEP bytes at a time (default 7):
+ *                              the token count after each step (et_piece_grow)
  *   etok lines MODEL [FILE]    each line (without its newline) encoded on its own, in one
  *                              et_encode_batch call: the id count of each line
  *   etok verify MODEL          full validation and checksum
@@ -98,6 +100,20 @@ int main(int argc, char **argv) {
             free(cum);
             if (rc == 0) used = len - done;
             else if (rc == ET_E_WORKSPACE) { fprintf(stderr, "etok: range needs a larger workspace\n"); rc = -1; break; }
+        } else if (strcmp(cmd, "grow") == 0) {
+            const char *env = getenv("ETOK_STEP");
+            size_t step = env ? strtoul(env, NULL, 10) : 7, nw = 0;
+            uint32_t *last = malloc((len + 1) * sizeof *last), *cnt = malloc((len + 1) * sizeof *cnt);
+            uint32_t *walks = malloc(2 * ((size_t)et_model_max_token_len(m) + 1) * sizeof *walks);
+            if (!last || !cnt || !walks || step == 0) return 1;
+            for (size_t at = 0; rc == 0 && at < len;) {
+                size_t to = len - at < step ? len : at + step;
+                rc = et_piece_grow(ws, text, at, to, last, cnt, walks, &nw);
+                if (rc == 0) printf(at ? " %u" : "%u", cnt[to - 1]);
+                at = to;
+            }
+            free(last); free(cnt); free(walks);
+            used = len - done;
         } else if (strcmp(cmd, "lines") == 0) {
             size_t nl = 1, k = 0, got = 0;
             for (size_t x = 0; x < len; x++) nl += text[x] == '\n';
