@@ -53,8 +53,8 @@ def main() -> None:
         import quicktok
 
         contenders["quicktok"] = quicktok.get_encoding("cl100k_base").encode_ordinary
-    except ImportError:
-        pass
+    except Exception as e:  # not installed, or another package of that name (PyPI's 0.2)
+        print(f"quicktok-v1 unavailable: {e}", file=sys.stderr)
     print(f"{'input':<10}{'bytes':>9}" + "".join(f"{k + ' ms':>14}" for k in contenders))
     n = 1000
     while n <= args.max:
