@@ -181,7 +181,8 @@ def test_range_counter_block_edges(enc, ref, n):  # type: ignore[no-untyped-def]
 
 RUNS = ["x" + "a" * 300 + "B" * 120 + "b" * 90 + "\u00e9" * 70 + " " * 150 + "\n" * 80 + "=" * 200
         + "'s" + "1" * 200 + " \t" * 60 + "\u4e2d" * 40 + "!" * 90 + "\n/" * 30 + "end",
-        "\U0001f600" * 40 + "ab" * 200 + "  " + "xyz" * 100 + "." * 70 + "\r\n" * 40 + "q"]
+        "\U0001f600" * 40 + "ab" * 200 + "  " + "xyz" * 100 + "." * 70 + "\r\n" * 40 + "q",
+        "!\n" * 150 + "\t!" * 100 + " \n x" * 60 + "\u3000a" * 50]  # cuts after whitespace
 FAMILIES = ["cl100k_base", "o200k_base", "r50k_base"]
 
 
@@ -212,7 +213,7 @@ def test_growing_piece_against_tiktoken(family, text, steps):  # type: ignore[no
         assert got == len(ref._core_bpe.encode_single_piece(data[:end])), data[:end]
 
 
-@pytest.mark.parametrize("text", RUNS, ids=["runs", "emoji"])
+@pytest.mark.parametrize("text", RUNS, ids=["runs", "emoji", "after-space"])
 def test_append_counter_long_runs(family, text):  # type: ignore[no-untyped-def]
     # long runs of one class (the last piece grows in place while the run goes on), their ends,
     # and bytes cut inside characters, against tiktoken after every append

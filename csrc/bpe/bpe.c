@@ -47,6 +47,17 @@ static inline int safe_cut(const et_model *m, const uint8_t *t, size_t len, size
     }
 }
 
+/* A cut et_encode without ET_FINAL may make at b, text going on past the character at b. */
+static inline int stream_cut(const et_model *m, const uint8_t *t, size_t len, size_t b)
+{
+    switch (m->pretok) {
+    case ET_PRETOK_O200K: return et_o200k_stream_cut(t, len, b);
+    case ET_PRETOK_GPT2: return et_gpt2_stream_cut(t, len, b);
+    case ET_PRETOK_REGEX: return 0;
+    default: return et_cl100k_stream_cut(t, len, b);
+    }
+}
+
 #ifndef SMALL_PIECE_OVERRIDE
 #define SMALL_PIECE 64u /* pieces up to this many bytes use the array scan (measured: bench) */
 #else
@@ -452,7 +463,7 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
         size_t e = next_piece(m, t, len, i);
         if (!final) {
             if (e == len) break; /* the last piece may still grow */
-            if (i > 0 && safe_cut(m, t, len, i)) {
+            if (i > 0 && stream_cut(m, t, len, i)) { /* (the text goes on past i: e < len) */
                 cut = i;
                 cut_n = n;
             }
@@ -759,7 +770,7 @@ int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned fla
         size_t e = next_piece(m, t, len, i);
         if (!(flags & ET_FINAL)) {
             if (e == len) break;
-            if (i > 0 && safe_cut(m, t, len, i)) {
+            if (i > 0 && stream_cut(m, t, len, i)) { /* as in run() */
                 cut = i;
                 cut_n = n;
             }

@@ -240,6 +240,22 @@ static inline int et_cl100k_safe_cut(const uint8_t *t, size_t len, size_t b)
     return c != C_NL || p == C_L || p == C_N;
 }
 
+/* A cut the streaming encoder may make at boundary b when text goes on past the character at
+ * b (it never cuts before the last piece): the safe cuts, and also whitespace before b with
+ * none at b. A whitespace piece's extent depends on its run and the character after it, fixed
+ * once that character is there; punctuation's line breaks stop at it too. (Not safe: the
+ * text cut there ends in whitespace, which pieces differently.) */
+static inline int et_cl100k_stream_cut(const uint8_t *t, size_t len, size_t b)
+{
+    if (et_cl100k_safe_cut(t, len, b)) return 1;
+    size_t k = b - 1, n;
+    if (et_cl_is_space(t, len, b)) return 0;
+    while (k > 0 && b - k < 4 && (t[k] & 0xC0u) == 0x80u) k--;
+    (void)et_utf8_decode(t, len, k, &n);
+    if (k + n != b) k = b - 1;
+    return et_cl_is_space(t, len, k);
+}
+
 static inline int et_cl_ascii_letter(uint8_t c) { return (uint8_t)((c | 0x20u) - 'a') < 26u; }
 
 /* The first position b >= from (0 < b < len) where a piece boundary is certain whatever text

@@ -317,4 +317,17 @@ static inline int et_o200k_safe_cut(const uint8_t *t, size_t len, size_t b)
     return 1;
 }
 
+/* A cut the streaming encoder may make at boundary b when text goes on past the character at
+ * b: the safe cuts, and also whitespace before b with none at b (see et_cl100k_stream_cut). */
+static inline int et_o200k_stream_cut(const uint8_t *t, size_t len, size_t b)
+{
+    size_t n;
+    if (et_o200k_safe_cut(t, len, b)) return 1;
+    if (b == 0 || b >= len) return 0;
+    unsigned c = et_o2_cat(t, len, b, &n);
+    if ((O2M_SPACE >> c) & 1u) return 0;
+    if (c == O2_P && t[b] >= 0x80u && n == 1 && len - b < 4) return 0;
+    return (O2M_SPACE >> et_o2_cat_before(t, len, b)) & 1u;
+}
+
 #endif

@@ -3,7 +3,8 @@
  *
  *   pretok_check [-s] [-m] FAMILY [FILE]
  *       the byte end offset of each piece of FILE (default stdin), space-separated, on one line.
- *       -s: an end b < len that FAMILY's safe_cut accepts is followed by '*'.
+ *       -s: an end b < len that FAMILY's safe_cut accepts is followed by '*'; one that only
+ *           its stream_cut accepts (text must go on past it) by '+'.
  *       -m: the input is many texts, each as its length in decimal, '\n', then its bytes; one
  *           line of output each (tests check thousands of texts with one process).
  *   pretok_check -b N FAMILY [FILE]
@@ -41,6 +42,15 @@ static int safe_cut(int fam, const uint8_t *t, size_t len, size_t b)
     case F_CL100K: case F_LLAMA3: case F_QWEN2: return et_cl100k_safe_cut(t, len, b);
     case F_O200K: return et_o200k_safe_cut(t, len, b);
     default: return et_gpt2_safe_cut(t, len, b);
+    }
+}
+
+static int stream_cut(int fam, const uint8_t *t, size_t len, size_t b)
+{
+    switch (fam) {
+    case F_CL100K: case F_LLAMA3: case F_QWEN2: return et_cl100k_stream_cut(t, len, b);
+    case F_O200K: return et_o200k_stream_cut(t, len, b);
+    default: return et_gpt2_stream_cut(t, len, b);
     }
 }
 
@@ -89,7 +99,8 @@ static int usage(void)
     return 2;
 }
 
-/* One line: the end offset of every piece of t[0..len), '*' after the safe cuts if safe. */
+/* One line: the end offset of every piece of t[0..len); if safe, '*' after the safe cuts and
+ * '+' after the other streaming cuts. */
 static int print_pieces(int fam, const uint8_t *t, size_t len, int safe)
 {
     const char *sep = "";
@@ -99,7 +110,9 @@ static int print_pieces(int fam, const uint8_t *t, size_t len, int safe)
             fprintf(stderr, "pretok_check: bad piece end %zu at %zu\n", e, i);
             return 1;
         }
-        printf("%s%zu%s", sep, e, safe && e < len && safe_cut(fam, t, len, e) ? "*" : "");
+        const char *mark = !safe || e >= len ? ""
+                           : safe_cut(fam, t, len, e) ? "*" : stream_cut(fam, t, len, e) ? "+" : "";
+        printf("%s%zu%s", sep, e, mark);
         sep = " ";
         i = e;
     }
