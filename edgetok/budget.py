@@ -177,31 +177,43 @@ class AppendCounter:
     def append(self, piece: str | bytes) -> int:
         """Add text; returns the count so far."""
         buf = self._pending
+        before_append = len(buf)
         buf += piece if isinstance(piece, (bytes, bytearray)) else _raw_utf8(piece)
+        try:
+            return self._take(buf)
+        except BaseException:  # nothing changed but buf and the table: as before the append
+            del buf[before_append:]
+            self._open = None
+            raise
+
+    def _take(self, buf: bytearray) -> int:
+        """Count the pending text buf after text was added to it; state changes only at the
+        end, once nothing can fail."""
         whole = _complete(buf)
         if self._open is not None:
             start, end, before, table = self._open
             if whole == end:  # only part of a character came
                 return self._count
             if whole > end and self._model.piece_extends(buf, start, end, whole):
+                size = table.grow(buf, start, whole)
                 self._open = (start, whole, before, table)
-                self._count = self._committed + before + table.grow(buf, start, whole)
+                self._count = self._committed + before + size
                 return self._count
-            self._open = None
         data = bytes(buf[:whole])
         n, used = self._model.count(data, final=False)
-        self._committed += n
-        del buf[:used]
         rest = data[used:]
         tail, _ = self._model.count(rest, final=True)
-        self._count = self._committed + tail
+        opened = None
         if self._grows and len(rest) >= GROW_MIN:
             ends = self._model.pretokenize(rest)
             start = ends[-2] if len(ends) > 1 else 0
             if len(rest) - start >= GROW_MIN:
                 table = GrowingPiece(self._model)
-                size = table.grow(rest, start, len(rest))
-                self._open = (start, len(rest), tail - size, table)
+                opened = (start, len(rest), tail - table.grow(rest, start, len(rest)), table)
+        self._committed += n
+        del buf[:used]
+        self._count = self._committed + tail
+        self._open = opened
         return self._count
 
 

@@ -227,3 +227,26 @@ def test_append_counter_long_runs(family, text):  # type: ignore[no-untyped-def]
         got = c.append(data[pos:pos + step])
         pos += step
         assert got == len(ref.encode_ordinary(data[:pos].decode("utf-8", "ignore"))), pos
+
+
+@pytest.mark.parametrize("name,pieces", [
+    # a line break that ends punctuation's possessive [\r\n]* is not a whitespace run: more
+    # whitespace starts a new piece (found in review: the counter said 3, tiktoken 4)
+    ("cl100k_base", ["." * 70 + "\n", " \n"]),
+    ("cl100k_base", ["." * 70 + "\n", "\t", "\n"]),
+    ("cl100k_base", ["." + "\n" * 67, " \n"]),
+    # an o200k word that ends in a contraction is complete: a letter after it is a new piece
+    ("o200k_base", ["it" * 35 + "'s", "t"]),
+    ("o200k_base", ["a" * 70 + "'s", "tion"]),
+    ("o200k_base", ["IT" * 35 + "'S", "T", "T"]),
+    ("o200k_base", ["a" * 70 + "'ll", "l", "x"]),
+])
+def test_append_counter_closed_pieces(name, pieces):  # type: ignore[no-untyped-def]
+    import edgetok
+    import reference
+
+    enc, ref = edgetok.get_encoding(name), reference.tiktoken_encoding(name)
+    c, text = enc.counter(), ""
+    for p in pieces:
+        text += p
+        assert c.append(p) == len(ref.encode_ordinary(text)), (text[-10:], p)

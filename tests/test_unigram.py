@@ -123,3 +123,15 @@ def test_bpe_only_operations_say_so(trained):  # type: ignore[no-untyped-def]
         with pytest.raises(ModelError, match="BPE encodings only"):
             op()
     assert enc.count("x y") == len(enc.encode("x y"))
+
+
+def test_expanding_rules_from_a_small_workspace(trained):  # type: ignore[no-untyped-def]
+    # each count of U+FDFA from a fresh model (the smallest workspace): the encoder must ask for
+    # a workspace larger than the one it has, or it is asked again for ever (found in review:
+    # 40 for a SentencePiece BPE model, 290-295 for Unigram)
+    import edgetok
+
+    for sp, enc in trained.values():
+        for n in (1, 4, 40, 290, 295, 1000):
+            fresh = edgetok.load(enc.model.source)
+            assert fresh.encode("\ufdfa" * n) == sp.encode("\ufdfa" * n), n

@@ -724,9 +724,10 @@ static int run_goes_on(uint32_t pretok, unsigned p, unsigned c)
         if (p == C_SP || p == C_WS) return c == C_SP || c == C_WS; /* \s+(?!\S), no line break */
         if (p == C_NL) return c == C_NL;                            /* \s*[\r\n]+ */
         break;
-    case ET_PRETOK_CL100K:
+    case ET_PRETOK_CL100K: /* \s++$ takes the run; the caller checked the piece is whitespace
+                              (a line break may end punctuation's possessive [\r\n]*) */
         if (p == C_SP || p == C_WS || p == C_NL) return c == C_SP || c == C_WS || c == C_NL;
-        break; /* \s++$ takes the run */
+        break;
     default:
         return 0;
     }
@@ -747,6 +748,14 @@ int et_piece_extends(const et_model *m, const char *text, size_t start, size_t o
     else if (fam == ET_PRETOK_GPT2) CAT_BEFORE(et_g2_cat, t, old_end, p);
     else if (fam == ET_PRETOK_CL100K || fam == ET_PRETOK_LLAMA3) CAT_BEFORE(et_cl_cat, t, old_end, p);
     else return 0;
+    if (fam == ET_PRETOK_CL100K && (p == C_SP || p == C_WS || p == C_NL)) {
+        size_t n; /* only a whitespace piece takes more whitespace */
+        unsigned c0 = et_cl_cat(t, old_end, start, &n);
+        if (c0 != C_SP && c0 != C_WS && c0 != C_NL) return 0;
+    }
+    if (fam == ET_PRETOK_O200K)
+        for (size_t k = old_end - 8; k < old_end; k++)
+            if (t[k] == '\'') return 0; /* a word that may end in a contraction is complete */
     for (size_t i = old_end; i < len;) {
         size_t n;
         unsigned c = fam == ET_PRETOK_O200K ? et_o2_cat(t, len, i, &n)

@@ -111,6 +111,7 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
     if ((rc = section(h, size, ET_SEC_BLOB, 0, &p, &got))) return rc;
     m->blob = p;
     m->blob_size = got;
+    if (h->max_token_len > got) return ET_E_FORMAT; /* no token is longer than all their bytes */
     if (h->n_specials) {
         if ((rc = section(h, size, ET_SEC_SPECIALS, (uint64_t)h->n_specials * 4u, &p, NULL)))
             return rc;

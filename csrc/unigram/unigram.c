@@ -536,15 +536,21 @@ int et_unigram_run(struct et_ws *ws, const et_model *m, const uint8_t *text, siz
     const uint64_t lo = 3 * (uint64_t)len + 8, hi = (uint64_t)m->up.expand * len + 8;
     uint64_t ncap = lo;
     if (work_bytes(lo, bpe) > room) return need_workspace(ws, work_bytes(lo, bpe));
-    if (hi > lo) { /* as much of [lo, hi] as the workspace holds */
-        const uint64_t per = work_bytes(lo + 1, bpe) - work_bytes(lo, bpe) + 1;
-        const uint64_t more = lo + (room - work_bytes(lo, bpe)) / per;
-        ncap = more < hi ? more : hi;
-        if (work_bytes(ncap, bpe) > room) ncap = lo;
+    if (work_bytes(hi, bpe) <= room) {
+        ncap = hi;
+    } else { /* the most of [lo, hi) the workspace holds (work_bytes grows with ncap) */
+        uint64_t a = lo, b = hi; /* work_bytes(a) <= room < work_bytes(b) */
+        while (b - a > 1) {
+            const uint64_t mid = a + (b - a) / 2;
+            if (work_bytes(mid, bpe) <= room) a = mid;
+            else b = mid;
+        }
+        ncap = a;
     }
     norm_buf b = {mem, 0, (size_t)ncap, 0};
     if (!normalize(m, text, len, &b)) {
         if (ncap >= hi) return ET_E_FORMAT; /* the model's expansion bound is wrong */
+        /* more than this workspace holds (work_bytes(ncap + 1) > room), at most hi */
         return need_workspace(ws, work_bytes(2 * ncap < hi ? 2 * ncap : hi, bpe));
     }
     const uint8_t *s = b.out;
