@@ -698,15 +698,6 @@ int et_piece_grow(et_ws *ws, const char *piece, size_t from, size_t to, uint32_t
     return ET_OK;
 }
 
-/* The category of the character that ends at b (0 < b), with the family's categorizer. */
-#define CAT_BEFORE(cat, t, b, out)                                                      \
-    do {                                                                                \
-        size_t k_ = (b) - 1, n_;                                                        \
-        while (k_ > 0 && (b) - k_ < 4 && ((t)[k_] & 0xC0u) == 0x80u) k_--;             \
-        (out) = cat((t), (b), k_, &n_);                                                 \
-        if (k_ + n_ != (b)) (out) = cat((t), (b), (b) - 1, &n_);                        \
-    } while (0)
-
 /* Whether class-run continuation c keeps a piece that ends in p going (see et_piece_extends). */
 static int run_goes_on(uint32_t pretok, unsigned p, unsigned c)
 {
@@ -744,9 +735,9 @@ int et_piece_extends(const et_model *m, const char *text, size_t start, size_t o
         return 0;
     const uint32_t fam = m->pretok;
     unsigned p;
-    if (fam == ET_PRETOK_O200K) CAT_BEFORE(et_o2_cat, t, old_end, p);
-    else if (fam == ET_PRETOK_GPT2) CAT_BEFORE(et_g2_cat, t, old_end, p);
-    else if (fam == ET_PRETOK_CL100K || fam == ET_PRETOK_LLAMA3) CAT_BEFORE(et_cl_cat, t, old_end, p);
+    if (fam == ET_PRETOK_O200K) p = et_o2_cat_before(t, old_end, old_end);
+    else if (fam == ET_PRETOK_GPT2) p = et_g2_cat_before(t, old_end, old_end);
+    else if (fam == ET_PRETOK_CL100K || fam == ET_PRETOK_LLAMA3) p = et_cl_cat_before(t, old_end, old_end);
     else return 0;
     if (fam == ET_PRETOK_CL100K && (p == C_SP || p == C_WS || p == C_NL)) {
         size_t n; /* only a whitespace piece takes more whitespace */

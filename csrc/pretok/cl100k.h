@@ -228,14 +228,21 @@ static inline int et_cl_is_space(const uint8_t *t, size_t len, size_t i)
  * looked past the character at b, and the pattern has no look-behind, so the pieces from b on
  * depend only on text from b on. (Whitespace before b: \s+(?!\S) and \s++$ look further.)
  * Cutting before a space lets streaming cut prose at every word. */
-static inline int et_cl100k_safe_cut(const uint8_t *t, size_t len, size_t b)
+/* The category of the character that ends at b (0 < b <= len): an invalid byte, or a byte of
+ * an invalid sequence, is a character of its own. */
+static inline unsigned et_cl_cat_before(const uint8_t *t, size_t len, size_t b)
 {
     size_t k = b - 1, n;
-    unsigned c = et_cl_cat(t, len, b, &n);
     while (k > 0 && b - k < 4 && (t[k] & 0xC0u) == 0x80u) k--;
-    (void)et_utf8_decode(t, len, k, &n);
-    if (k + n != b) k = b - 1; /* an invalid byte before b: a character of its own */
-    unsigned p = et_cl_cat(t, len, k, &n);
+    unsigned c = et_cl_cat(t, len, k, &n);
+    if (k + n != b) c = et_cl_cat(t, len, b - 1, &n);
+    return c;
+}
+
+static inline int et_cl100k_safe_cut(const uint8_t *t, size_t len, size_t b)
+{
+    size_t n;
+    unsigned c = et_cl_cat(t, len, b, &n), p = et_cl_cat_before(t, len, b);
     if (p == C_SP || p == C_NL || p == C_WS) return 0;
     return c != C_NL || p == C_L || p == C_N;
 }
@@ -248,12 +255,9 @@ static inline int et_cl100k_safe_cut(const uint8_t *t, size_t len, size_t b)
 static inline int et_cl100k_stream_cut(const uint8_t *t, size_t len, size_t b)
 {
     if (et_cl100k_safe_cut(t, len, b)) return 1;
-    size_t k = b - 1, n;
     if (et_cl_is_space(t, len, b)) return 0;
-    while (k > 0 && b - k < 4 && (t[k] & 0xC0u) == 0x80u) k--;
-    (void)et_utf8_decode(t, len, k, &n);
-    if (k + n != b) k = b - 1;
-    return et_cl_is_space(t, len, k);
+    unsigned p = et_cl_cat_before(t, len, b);
+    return p == C_SP || p == C_NL || p == C_WS;
 }
 
 static inline int et_cl_ascii_letter(uint8_t c) { return (uint8_t)((c | 0x20u) - 'a') < 26u; }
