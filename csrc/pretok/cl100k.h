@@ -92,30 +92,14 @@ static inline unsigned et_cl_cat(const uint8_t *t, size_t len, size_t i, size_t 
     return et_cl_cat_slow(t, len, i, n);
 }
 
-/* Whether p[0..8) are all ASCII letters. */
-static inline int et_cl_ascii_letter8(const uint8_t *p)
-{
-    for (int k = 0; k < 8; k++)
-        if ((uint8_t)((p[k] | 0x20u) - 'a') >= 26u) return 0;
-    return 1;
-}
-
 /* First position >= i whose character's category is not in mask. ASCII runs take the inner
  * loop: one table load and one bit test per byte. */
 ET_ALWAYS_INLINE static inline size_t et_cl_run(const uint8_t *t, size_t len, size_t i,
                                                unsigned mask)
 {
-    if (mask == M_LETTER && len - i >= 16 && et_cl_ascii_letter8(t + i)) {
-        /* a long ASCII letter run (base64, a 1 MB of 'a'): 8 letters at a time. Words of
-         * ordinary text are shorter and never get here */
-        const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
-        while (len - i >= 8) {
-            uint64_t w;
-            memcpy(&w, t + i, 8);
-            uint64_t x = w | 0x20u * ones; /* A-Z to a-z; then a-z is 0x61..0x7A */
-            if ((w & high) || ((x + 0x1Fu * ones) & ~(x + 0x05u * ones) & high) != high) break;
-            i += 8;
-        }
+    if (mask == M_LETTER) { /* ASCII letters end \p{L}+ unless a non-ASCII character follows */
+        i = et_ascii_letters_end(t, len, i, 0);
+        if (i >= len || t[i] < 0x80u) return i;
     }
     for (;;) {
         while (i < len && t[i] < 0x80u) {

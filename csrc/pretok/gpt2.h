@@ -86,15 +86,9 @@ static inline unsigned et_g2_cat(const uint8_t *t, size_t len, size_t i, size_t 
 ET_ALWAYS_INLINE static inline size_t et_g2_run(const uint8_t *t, size_t len, size_t i,
                                                unsigned mask)
 {
-    if (mask == G2M_(G2_L)) { /* 8 ASCII letters at a time */
-        const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
-        while (len - i >= 8) {
-            uint64_t w;
-            memcpy(&w, t + i, 8);
-            uint64_t x = w | 0x20u * ones; /* A-Z to a-z; then a-z is 0x61..0x7A */
-            if ((w & high) || ((x + 0x1Fu * ones) & ~(x + 0x05u * ones) & high) != high) break;
-            i += 8;
-        }
+    if (mask == G2M_(G2_L)) { /* ASCII letters end \p{L}+ unless a non-ASCII character follows */
+        i = et_ascii_letters_end(t, len, i, 0);
+        if (i >= len || t[i] < 0x80u) return i;
     }
     for (;;) {
         while (i < len && t[i] < 0x80u) {

@@ -138,14 +138,9 @@ static inline unsigned et_o2_cat(const uint8_t *t, size_t len, size_t i, size_t 
 ET_ALWAYS_INLINE static inline size_t et_o2_run(const uint8_t *t, size_t len, size_t i,
                                                unsigned mask)
 {
-    if (mask == O2M_LO) { /* 8 ASCII lower-case letters at a time */
-        const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
-        while (len - i >= 8) {
-            uint64_t w;
-            memcpy(&w, t + i, 8); /* bytes 0x61..0x7A: adding 0x1F sets bit 7, adding 5 not */
-            if ((w & high) || ((w + 0x1Fu * ones) & ~(w + 0x05u * ones) & high) != high) break;
-            i += 8;
-        }
+    if (mask == O2M_LO) { /* ASCII lower case ends LO+ unless a non-ASCII character follows */
+        i = et_ascii_letters_end(t, len, i, 1);
+        if (i >= len || t[i] < 0x80u) return i;
     }
     for (;;) {
         while (i < len && t[i] < 0x80u) {

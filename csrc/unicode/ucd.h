@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ucd_tables.h"
 
@@ -54,6 +55,32 @@ static inline uint32_t et_utf8_decode(const uint8_t *s, size_t len, size_t i, si
     }
     *n = 1;
     return 0xFFFFFFFFu;
+}
+
+/* The first position >= i (at most len) whose byte is not an ASCII letter (lower != 0: not
+ * a-z), 8 bytes at a time: the end of a word is found from a bit mask, with no branch per
+ * byte (a loop over bytes mispredicts its exit once per word). Callers go on with their own
+ * loop when the byte there is not ASCII. */
+static inline size_t et_ascii_letters_end(const uint8_t *t, size_t len, size_t i, int lower)
+{
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    while (len - i >= 8) {
+        uint64_t w;
+        memcpy(&w, t + i, 8);
+        uint64_t x = (w & ~high) | (lower ? 0u : 0x20u * ones); /* A-Z to a-z unless lower */
+        /* per byte, no carries (x <= 0x7F): bit 7 set where 0x61 <= x <= 0x7A and w < 0x80 */
+        uint64_t other = ~((x + 0x1Fu * ones) & ~(x + 0x05u * ones) & ~w) & high;
+        if (other) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            return i + ((unsigned)__builtin_ctzll(other) >> 3);
+#else
+            break; /* the byte loop below finds it */
+#endif
+        }
+        i += 8;
+    }
+    while (i < len && (uint8_t)((lower ? t[i] : (t[i] | 0x20u)) - 'a') < 26u) i++;
+    return i;
 }
 
 #endif
