@@ -68,31 +68,53 @@ static inline int stream_cut(const et_model *m, const uint8_t *t, size_t len, si
 
 #define PAIR_CACHE 8192u /* valid_pair answers remembered per workspace (a power of 2) */
 
+/* The ids of short pieces, remembered per workspace: most pieces of real text are a few
+ * thousand frequent words, and one load from this table replaces a trie walk (a cache miss
+ * per byte once the vocabulary outgrows the CPU's caches) and, for pieces that are no single
+ * token, the merge. A slot holds one piece of up to PIECE_KEY bytes and up to PIECE_IDS ids;
+ * a miss computes the ids as usual and overwrites the slot. The answer depends only on the
+ * piece's bytes and the workspace's model, so what the table holds never changes a result. */
+#define PIECE_CACHE 8192u /* slots (a power of 2) */
+#define PIECE_KEY 16u
+#define PIECE_IDS 3u
+struct piece_slot {
+    uint64_t key[2];             /* the piece's bytes, zero-padded to 16 (see piece_key) */
+    uint32_t info;               /* length | id count << 8; 0 = empty */
+    uint32_t ids[PIECE_IDS];
+};
+
 struct et_ws {
     const et_model *m;
     size_t cap;  /* longest piece the workspace can merge */
     size_t need; /* set with ET_E_WORKSPACE */
     uint64_t *mem;
+    struct piece_slot *pieces;  /* PIECE_CACHE slots, 64-byte aligned, in the caller's memory */
     uint64_t pairs[PAIR_CACHE]; /* a << 32 | b, with the answer in b's top bit; 0 = empty */
 };
+
+/* The workspace header and the piece cache (from a 64-byte boundary) before ws->mem. */
+#define WS_HEAD (((sizeof(struct et_ws) + 7u) & ~(size_t)7u) + 64u + \
+                 PIECE_CACHE * sizeof(struct piece_slot))
 
 size_t et_ws_size(size_t max_piece)
 {
     if (max_piece < WS_MIN_PIECE) max_piece = WS_MIN_PIECE;
-    if (max_piece > (SIZE_MAX - 256) / WS_PER_BYTE - 1) return SIZE_MAX;
-    return ((sizeof(struct et_ws) + 7u) & ~(size_t)7u) + WS_PER_BYTE * (max_piece + 1);
+    if (max_piece > (SIZE_MAX - WS_HEAD) / WS_PER_BYTE - 1) return SIZE_MAX;
+    return WS_HEAD + WS_PER_BYTE * (max_piece + 1);
 }
 
 et_ws *et_ws_init(const et_model *m, void *mem, size_t size)
 {
-    size_t head = (sizeof(struct et_ws) + 7u) & ~(size_t)7u;
     if (!m || !mem || ((uintptr_t)mem & 7u) || size < et_ws_size(0)) return NULL;
     et_ws *ws = mem;
     ws->m = m;
-    ws->cap = (size - head) / WS_PER_BYTE - 1;
+    ws->cap = (size - WS_HEAD) / WS_PER_BYTE - 1;
     if (ws->cap > 0xFFFFFFF0u) ws->cap = 0xFFFFFFF0u; /* positions are 32-bit */
     ws->need = 0;
-    ws->mem = (uint64_t *)((uint8_t *)mem + head);
+    ws->mem = (uint64_t *)((uint8_t *)mem + WS_HEAD);
+    uintptr_t at = (uintptr_t)((uint8_t *)mem + ((sizeof(struct et_ws) + 7u) & ~(size_t)7u));
+    ws->pieces = (struct piece_slot *)((at + 63u) & ~(uintptr_t)63u);
+    memset(ws->pieces, 0, PIECE_CACHE * sizeof *ws->pieces);
     memset(ws->pairs, 0, sizeof ws->pairs);
     return ws;
 }
@@ -405,10 +427,55 @@ static const uint8_t *drop_gap_bytes(et_ws *ws, const uint8_t *p, size_t *plen, 
 /* The ids of one piece p[0..plen): *ids points at them (at *one for a whole-piece token, else
  * into the workspace, valid until the next call). Returns their count: 0 with *rc set on an
  * error, 0 with *rc untouched when the piece held only dropped bytes (ET_FLAG_GAPS). */
+/* The first n bytes (n <= 8) of the number w loaded from memory, the rest zero (no branch:
+ * the two half shifts make n == 8 keep everything, where one shift by 64 would be undefined). */
+static inline uint64_t first_bytes(uint64_t w, size_t n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return w & ~((~0ull >> (4u * n)) >> (4u * n));
+#else
+    return w & (((1ull << (4u * n)) << (4u * n)) - 1u);
+#endif
+}
+
+/* p[0..n) (1 <= n <= 16, avail >= n bytes readable at p) as two numbers: its bytes in memory
+ * order, zero-padded to 16. */
+static inline void piece_key(const uint8_t *p, size_t n, size_t avail, uint64_t key[2])
+{
+    if (avail >= 16) { /* two loads, then keep the first n bytes */
+        size_t n0 = n < 8 ? n : 8;
+        memcpy(&key[0], p, 8);
+        memcpy(&key[1], p + 8, 8);
+        key[0] = first_bytes(key[0], n0);
+        key[1] = first_bytes(key[1], n - n0);
+    } else {
+        uint8_t b[16] = {0};
+        memcpy(b, p, n);
+        memcpy(key, b, 16);
+    }
+}
+
+/* The ids of the piece p[0..plen) (avail >= plen bytes readable at p): returns their count
+ * and points *ids at them (valid until the next call), or 0 with *rc set. */
 ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, size_t plen,
-                                                uint32_t *one, const uint32_t **ids, int *rc)
+                                                size_t avail, uint32_t *one,
+                                                const uint32_t **ids, int *rc)
 {
     const et_model *m = ws->m;
+    struct piece_slot *slot = NULL;
+    if (plen <= PIECE_KEY && !(m->flags & ET_FLAG_GAPS)) {
+        uint64_t key[2];
+        piece_key(p, plen, avail, key);
+        uint64_t h = (key[0] * 0x9E3779B97F4A7C15ull) ^ (key[1] + plen) * 0xC2B2AE3D27D4EB4Full;
+        slot = &ws->pieces[(h >> 40) & (PIECE_CACHE - 1)];
+        if (slot->key[0] == key[0] && slot->key[1] == key[1] && (slot->info & 0xFFu) == plen) {
+            *ids = slot->ids;
+            return slot->info >> 8;
+        }
+        slot->info = 0; /* filled below once the ids are known */
+        slot->key[0] = key[0];
+        slot->key[1] = key[1];
+    }
     if (m->flags & ET_FLAG_GAPS) {
         if (!(p = drop_gap_bytes(ws, p, &plen, rc))) return 0;
         if (plen == 0) return 0; /* nothing left: no tokens, no error */
@@ -417,6 +484,10 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
     if (node != ET_NONE && et_value(m, node) != ET_NONE) {
         *one = et_value(m, node);
         *ids = one;
+        if (slot) {
+            slot->ids[0] = *one;
+            slot->info = (uint32_t)plen | 1u << 8;
+        }
         return 1;
     }
     if (plen > ws->cap) {
@@ -435,6 +506,10 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
         k = heap_merge(m, p, (uint32_t)plen, ws->mem, tmp);
     if (!k) *rc = ET_E_FORMAT;
     *ids = tmp;
+    if (slot && k && k <= PIECE_IDS) {
+        memcpy(slot->ids, tmp, k * sizeof *tmp);
+        slot->info = (uint32_t)plen | (uint32_t)k << 8;
+    }
     return k;
 }
 
@@ -469,7 +544,7 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
             }
         }
         const uint32_t *ids;
-        size_t k = piece_ids(ws, t + i, e - i, &one, &ids, &rc);
+        size_t k = piece_ids(ws, t + i, e - i, len - i, &one, &ids, &rc);
         if (!k && rc) break;
         if (k && out) {
             if (k > cap - n) {
@@ -597,7 +672,7 @@ int et_prefix_counts(et_ws *ws, const char *text, size_t len, uint32_t *cum)
         size_t e = next_piece(m, t, len, i);
         const uint32_t *ids;
         cum[i] = (uint32_t)n;
-        size_t k = piece_ids(ws, t + i, e - i, &one, &ids, &rc);
+        size_t k = piece_ids(ws, t + i, e - i, len - i, &one, &ids, &rc);
         if (!k && rc) return rc;
         n += k;
         if (n >= ET_NONE) return ET_E_ARG;
@@ -632,7 +707,7 @@ int et_count_range(et_ws *ws, const char *text, size_t len, const uint32_t *cum,
     while (s < q && cum[s] == ET_NONE) { /* text[i..j)'s own pieces until they meet text's */
         size_t e = next_piece(m, t, j, s);
         const uint32_t *ids;
-        size_t k = piece_ids(ws, t + s, e - s, &one, &ids, &rc);
+        size_t k = piece_ids(ws, t + s, e - s, len - s, &one, &ids, &rc);
         if (!k && rc) return rc;
         n += k;
         s = e;
