@@ -52,6 +52,7 @@ def main() -> None:
         times = cli_bench.side_by_side(
             {**contenders, "edgetok count": lambda t: enc.count(t, disallowed_special=()),
              "edgetok pretok (C)": lambda t: model.pretokenize(data),
+             "edgetok pretok (str)": enc.pretokenize,
              "regex pretok": rx.findall}, text, args.seconds)
         for name, sec in times.items():
             rows.append({"text": kind, "what": name, "MB_s": len(data) / sec / 1e6,

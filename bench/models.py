@@ -3,7 +3,7 @@ r50k_base, p50k_base and o200k_base against tiktoken; GPT-2, Llama-3 and Qwen2 (
 llama.cpp's vocab GGUFs, fetched once like the tests do) against Hugging Face `tokenizers` on
 a tokenizer.json of the same vocabulary; the regex fallback (GPT-2's vocabulary with digits
 split one by one) against `tokenizers`; and each regex-free pretokenizer against the `regex`
-module. Outputs are checked identical before anything is timed.
+module (piece offsets, and the pieces as strings like regex.findall's). Outputs are checked identical before anything is timed.
 
     python bench/models.py [--seconds 1] [--json out.json]
 """
@@ -78,24 +78,25 @@ def main() -> None:
                 lambda t, k=tok: k.encode(t, add_special_tokens=False).ids)
     from edgetok.compiler import PATTERNS
 
-    for fam, model in [("gpt2", edgetok.get_encoding("r50k_base").model),
-                       ("o200k", edgetok.get_encoding("o200k_base").model),
-                       ("llama3", pairs["llama-bpe"][0].model),  # type: ignore[attr-defined]
-                       ("qwen2", pairs["qwen2"][0].model)]:  # type: ignore[attr-defined]
-        rx = regex.compile(PATTERNS[fam])
+    for fam, enc in [("gpt2", edgetok.get_encoding("r50k_base")),
+                     ("o200k", edgetok.get_encoding("o200k_base")),
+                     ("llama3", pairs["llama-bpe"][0]), ("qwen2", pairs["qwen2"][0])]:
+        # the offsets (Model.pretokenize: the C pretokenizer plus one copy) and the pieces as
+        # strings (Encoding.pretokenize, what regex.findall returns) against regex.findall
+        rx, model = regex.compile(PATTERNS[fam]), enc.model  # type: ignore[attr-defined]
         text = corpora["english"]
-        assert [len(x.encode()) for x in rx.findall(text)] == [
-            b - a for a, b in zip([0, *model.pretokenize(text.encode())], model.pretokenize(text.encode()))]
-        t = cli_bench.side_by_side({"edgetok": lambda s, m=model: m.pretokenize(s.encode()),
+        assert enc.pretokenize(text) == rx.findall(text)  # type: ignore[attr-defined]
+        t = cli_bench.side_by_side({"offsets": lambda s, m=model: m.pretokenize(s.encode()),
+                                    "strings": enc.pretokenize,  # type: ignore[attr-defined]
                                     "regex": rx.findall}, text, args.seconds)
-        rows.append({"model": f"pretok {fam}", "text": "english", "reference": "regex",
-                     "MB_s": len(text.encode()) / t["edgetok"] / 1e6,
-                     "ratio": t["regex"] / t["edgetok"]})
+        for what in ("offsets", "strings"):
+            rows.append({"model": f"pretok {fam} {what}", "text": "english", "reference": "regex",
+                         "MB_s": len(text.encode()) / t[what] / 1e6, "ratio": t["regex"] / t[what]})
     m = cli_bench.machine()
     print(f"{m['arch']}, {m['cpu']}, {m['cores']} cores, Python {m['python']}")
-    print(f"{'model':<24}{'text':<14}{'MB/s':>8}  vs reference")
+    print(f"{'model':<28}{'text':<14}{'MB/s':>8}  vs reference")
     for r in rows:
-        print(f"{r['model']:<24}{r['text']:<14}{r['MB_s']:>8.1f}  {r['ratio']:.2f}x {r['reference']}")
+        print(f"{r['model']:<28}{r['text']:<14}{r['MB_s']:>8.1f}  {r['ratio']:.2f}x {r['reference']}")
     if args.json:
         Path(args.json).write_text(json.dumps({"machine": m, "rows": rows}, indent=2))
 

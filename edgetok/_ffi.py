@@ -8,6 +8,7 @@ a longer text or piece shows up.
 from __future__ import annotations
 
 import threading
+from array import array
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings
     from typing import Iterable
@@ -16,6 +17,7 @@ from ._ids import to_list
 from ._native import ffi, lib
 
 FINAL = lib.ET_FINAL
+_SIZE_T = {4: "I", 8: "Q"}[ffi.sizeof("size_t")]  # the array typecode of size_t
 NONE = 0xFFFFFFFF  # ET_NONE: no such id
 
 
@@ -387,14 +389,18 @@ class Model:
             at = c + step
         return cuts
 
-    def pretokenize(self, data: bytes) -> list[int]:
-        """End offsets of the pieces of data."""
+    def pretokenize(self, data: bytes) -> "array[int]":
+        """End offsets of the pieces of data, as a compact array of machine integers: one copy
+        of what the C core wrote (a list would cost a Python int object per piece, more time
+        than finding the pieces, and 4-8x the memory)."""
         self._bpe_only("pretokenizing")
         ends = _scratch_new("size_t[]", max(len(data), 1))
         res = ffi.new("size_t[2]")
         check(lib.et_pretokenize(self._h, data, len(data), FINAL, ends, len(data), res, res + 1),
               "pretokenize")
-        return ffi.unpack(ends, res[0])
+        out = array(_SIZE_T)
+        out.frombytes(ffi.buffer(ends, res[0] * ffi.sizeof("size_t")))
+        return out
 
     def decode(self, ids: Iterable[int]) -> bytes:
         """The bytes of ids; KeyError for an id the model does not have."""

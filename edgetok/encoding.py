@@ -309,8 +309,11 @@ class Encoding:
 
     def pretokenize(self, text: str) -> list[str]:
         """The pieces the pretokenizer cuts text into (ordinary text)."""
-        data = self._bytes(text)
+        s = _nfc(text) if self._nfc else text
+        data = _utf8(s)
         ends = self._model.pretokenize(data)
+        if len(data) == len(s):  # ASCII: byte offsets are character offsets
+            return [s[i:j] for i, j in zip([0, *ends], ends)]
         return [data[i:j].decode("utf-8") for i, j in zip([0, *ends], ends)]
 
     # -- decoding ---------------------------------------------------------------------------
