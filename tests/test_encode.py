@@ -169,3 +169,23 @@ def test_disallowed_strings_that_are_not_special(enc, ref):  # type: ignore[no-u
         with pytest.raises(ValueError):
             f.encode("hello foo", disallowed_special={"foo"})
     assert enc.encode("no match", disallowed_special={"foo"}) == ref.encode("no match", disallowed_special={"foo"})
+
+
+# The C core remembers the ids of short pieces (up to 16 bytes) per workspace. Pieces that
+# differ only in a trailing NUL, in length around 8 and 16 bytes, or that end the text (fewer
+# than 16 bytes left to read) must never be taken for one another, however the table fills.
+_SHORT = st.lists(st.sampled_from(["\0", "a", "b", "é", "中", " ", "'", "0", "!", "\n", "\0a"]),
+                  min_size=1, max_size=18).map("".join)
+
+
+@given(st.lists(_SHORT, min_size=1, max_size=60))
+@settings(max_examples=400, deadline=None)
+def test_short_piece_cache(enc, ref, words):  # type: ignore[no-untyped-def]
+    text = " ".join(words)
+    want = ref.encode_ordinary(text)
+    assert enc.encode_ordinary(text) == want
+    # the same pieces again, warm, in another order, and each alone at the end of a text
+    assert enc.encode_ordinary(" ".join(reversed(words))) == ref.encode_ordinary(" ".join(reversed(words)))
+    for w in words[:8]:
+        assert enc.encode_ordinary(w) == ref.encode_ordinary(w)
+    assert enc.encode_ordinary(text) == want
