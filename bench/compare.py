@@ -51,7 +51,7 @@ def main() -> None:
         assert enc.pretokenize(text) == rx.findall(text) or kind == "multilingual"
         times = cli_bench.side_by_side(
             {**contenders, "edgetok count": lambda t: enc.count(t, disallowed_special=()),
-             "edgetok pretok (C)": lambda t: model.pretokenize(data),
+             "edgetok pretok (offsets)": lambda t: model.pretokenize(data),
              "edgetok pretok (str)": enc.pretokenize,
              "regex pretok": rx.findall}, text, args.seconds)
         for name, sec in times.items():
@@ -60,10 +60,10 @@ def main() -> None:
                          "vs_regex": times["regex pretok"] / sec})
     m = cli_bench.machine()
     print(f"{m['arch']}, {m['cpu']}, {m['cores']} cores, Python {m['python']}")
-    print(f"{'text':<14}{'what':<22}{'MB/s':>8}{'vs tiktoken':>13}")
+    print(f"{'text':<14}{'what':<26}{'MB/s':>8}{'vs tiktoken':>13}")
     for r in rows:
         rel = r["vs_regex"] if "pretok" in r["what"] else r["vs_tiktoken"]
-        print(f"{r['text']:<14}{r['what']:<22}{r['MB_s']:>8.1f}{rel:>12.2f}x"
+        print(f"{r['text']:<14}{r['what']:<26}{r['MB_s']:>8.1f}{rel:>12.2f}x"
               + (" (vs regex)" if "pretok" in r["what"] else ""))
     if args.json:
         Path(args.json).write_text(json.dumps({"machine": m, "rows": rows}, indent=2))
