@@ -79,6 +79,19 @@ def main() -> None:
             assert c.count == enc.count(run[:size].decode())
 
         rows.append((f"one {size // 1000} KB run, byte by byte", timed(append_run), float("nan")))
+    o200k = edgetok.get_encoding("o200k_base")
+    for unit, name in (("\n ", "'\\n ' x N"), ("\u4e2dA", "'\u4e2dA' x N")):  # split runs
+        for size in (100_000, 200_000):
+            split_run = (unit * size)[:size].encode()[:size]
+
+            def append_split(split_run: bytes = split_run) -> None:
+                c = o200k.counter()
+                for i in range(len(split_run)):
+                    c.append(split_run[i:i + 1])
+                assert c.count == o200k.count(split_run.decode("utf-8", "ignore"))
+
+            rows.append((f"o200k {name}, {size // 1000} KB, byte by byte", timed(append_split),
+                         float("nan")))
     print(f"{'operation':<34}{'edgetok ms':>12}{'tiktoken ms':>13}{'ratio':>8}")
     for name, a, b in rows:
         print(f"{name:<34}{a * 1e3:>12.2f}{b * 1e3:>13.2f}{b / a:>7.1f}x")

@@ -72,6 +72,10 @@ int et_count_range(et_ws *ws, const char *text, size_t len, const uint32_t *cum,
 size_t et_shard_cut(const et_model *m, const char *text, size_t len, size_t from);
 int et_piece_grow(et_ws *ws, const char *p, size_t from, size_t to, uint32_t *last,
                   uint32_t *cnt, uint32_t *walks, size_t *n_walks);
+#define ET_RUN_SPACE 1
+#define ET_RUN_UPPER 2
+int et_run_extends(const et_model *m, const char *text, size_t from, size_t len, unsigned kind,
+                   size_t *split);
 int et_piece_extends(const et_model *m, const char *text, size_t start, size_t old_end,
                      size_t len);
 int et_encode_batch(et_ws *ws, const char *const *texts, const size_t *lens, size_t n,

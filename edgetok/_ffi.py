@@ -152,6 +152,17 @@ class Model:
         return (self.backtracks and not self.drops_bytes and not self.regex_split
                 and self.kind == "bpe")
 
+    def run_extends(self, data: bytes | bytearray, start: int, end: int, kind: int) -> int:
+        """-1 unless every character of data[start:end] continues a run of that kind (RUNS);
+        else the end of its last split character there, or start (et_run_extends)."""
+        split = ffi.new("size_t *")
+        src = ffi.from_buffer(data)
+        try:
+            ok = lib.et_run_extends(self._h, src, start, end, kind, split)
+        finally:
+            ffi.release(src)
+        return int(split[0]) if ok else -1
+
     def piece_extends(self, data: bytes | bytearray, start: int, old_end: int, end: int) -> bool:
         """Whether data[start:end] is provably still one piece, data[start:old_end] having been
         the last piece of data[:old_end] (et_piece_extends)."""
@@ -414,6 +425,8 @@ class Model:
         return ffi.buffer(buf, size[0])[:]
 
 
+RUNS = (lib.ET_RUN_SPACE, lib.ET_RUN_UPPER)  # the kinds of run et_run_extends knows
+
 # pretokenizer name: (ET_PRETOK_* kind, digits per group)
 PRETOK_KINDS = {"cl100k": (lib.ET_PRETOK_CL100K, 3), "o200k": (lib.ET_PRETOK_O200K, 0),
                 "gpt2": (lib.ET_PRETOK_GPT2, 0), "llama3": (lib.ET_PRETOK_LLAMA3, 3),
@@ -452,6 +465,10 @@ class GrowingPiece:
             ffi.release(src)
         check(rc, "append")
         self.length = n
+        return int(self._cnt[n - 1]) if n else 0
+
+    def count_at(self, n: int) -> int:
+        """Token count of the piece's first n bytes (n <= length)."""
         return int(self._cnt[n - 1]) if n else 0
 
 

@@ -6,11 +6,11 @@ exactly what encoding the text with the same model gives.
 """
 from __future__ import annotations
 
-from ._ffi import GrowingPiece, Model
+from ._ffi import RUNS, GrowingPiece, Model
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Iterator
+    from typing import Iterator, Sequence
 
     from .encoding import Encoding
 
@@ -152,7 +152,10 @@ class AppendCounter:
     text can move is kept and recounted, so an append costs about the length of what it adds
     plus the current word; and when the last piece is long (a run of letters, punctuation or
     whitespace with no cut) and the new text only continues it, the piece's count grows in
-    place (the "last token of every prefix" table), so that costs about what is added too."""
+    place (the "last token of every prefix" table), so that costs about what is added too.
+    A run whose last two pieces split inside it (o200k and Llama-3: whitespace up to its last
+    line break, then the rest; o200k: upper-case letters up to the last Lm/Lo letter or mark)
+    keeps one table over the whole run and one over the part after the split."""
 
     def __init__(self, enc: "Encoding"):
         self._model = enc.model
@@ -168,6 +171,9 @@ class AppendCounter:
         self._grows = enc.model.can_grow
         # the long last piece of the pending text: (start, end, tokens before it, its table)
         self._open: tuple[int, int, int, GrowingPiece] | None = None
+        # a run at the end of the pending text split into pieces [start, split) and [split,
+        # end): (kind, start, split, tokens before start, table from start, table from split)
+        self._split: tuple[int, int, int, int, GrowingPiece, GrowingPiece] | None = None
 
     @property
     def count(self) -> int:
@@ -181,15 +187,29 @@ class AppendCounter:
         buf += piece if isinstance(piece, (bytes, bytearray)) else _raw_utf8(piece)
         try:
             return self._take(buf)
-        except BaseException:  # nothing changed but buf and the table: as before the append
+        except BaseException:  # nothing changed but buf and the tables: as before the append
             del buf[before_append:]
-            self._open = None
+            self._open = self._split = None
             raise
 
     def _take(self, buf: bytearray) -> int:
         """Count the pending text buf after text was added to it; state changes only at the
         end, once nothing can fail."""
         whole = _complete(buf)
+        if self._split is not None:
+            kind, start, split, before, run, after = self._split
+            end = start + run.length
+            if whole == end:  # only part of a character came
+                return self._count
+            at = self._model.run_extends(buf, end, whole, kind) if whole > end else -1
+            if at >= 0:
+                run.grow(buf, start, whole)
+                if at > end:  # a new last split character: the second piece starts after it
+                    split, after = at, GrowingPiece(self._model)
+                tail = after.grow(buf, split, whole) if whole > split else 0
+                self._split = (kind, start, split, before, run, after)
+                self._count = self._committed + before + run.count_at(split - start) + tail
+                return self._count
         if self._open is not None:
             start, end, before, table = self._open
             if whole == end:  # only part of a character came
@@ -203,18 +223,46 @@ class AppendCounter:
         n, used = self._model.count(data, final=False)
         rest = data[used:]
         tail, _ = self._model.count(rest, final=True)
-        opened = None
+        opened = split_run = None
         if self._grows and len(rest) >= GROW_MIN:
             ends = self._model.pretokenize(rest)
+            split_run = self._split_run(rest, ends, tail)
             start = ends[-2] if len(ends) > 1 else 0
-            if len(rest) - start >= GROW_MIN:
+            if split_run is None and len(rest) - start >= GROW_MIN:
                 table = GrowingPiece(self._model)
                 opened = (start, len(rest), tail - table.grow(rest, start, len(rest)), table)
         self._committed += n
         del buf[:used]
         self._count = self._committed + tail
-        self._open = opened
+        self._open, self._split = opened, split_run
         return self._count
+
+    def _split_run(self, rest: bytes, ends: "Sequence[int]", tail: int
+                   ) -> tuple[int, int, int, int, GrowingPiece, GrowingPiece] | None:
+        """The split-run state for the complete pending text rest (its piece ends and token
+        count given) when its last one or two pieces are such a run, GROW_MIN bytes or more."""
+        end = len(rest)
+        for first in range(max(len(ends) - 2, 0), len(ends)):  # two pieces, then one
+            start = ends[first - 1] if first else 0
+            if end - start < GROW_MIN:
+                return None
+            for kind in RUNS:
+                # an upper-case run may start with one prefix character (a space, punctuation)
+                lead = 1 if rest[start] < 0x80 else 2 if rest[start] < 0xE0 else 3 if rest[start] < 0xF0 else 4
+                for run_from in (start, start + lead) if kind == RUNS[1] else (start,):
+                    at = self._model.run_extends(rest, run_from, end, kind)
+                    if at < 0:
+                        continue
+                    split = at if at > run_from else start
+                    want = [split, end] if start < split < end else [end]
+                    if list(ends[first:]) != want:
+                        continue
+                    run, after = GrowingPiece(self._model), GrowingPiece(self._model)
+                    run.grow(rest, start, end)
+                    tail_count = after.grow(rest, split, end) if split < end else 0
+                    before = tail - run.count_at(split - start) - tail_count
+                    return kind, start, split, before, run, after
+        return None
 
 
 def _complete(buf: bytes) -> int:

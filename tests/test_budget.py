@@ -2,13 +2,14 @@
 counts of any range, counting while appending, and the chunk / count --limit commands."""
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import subprocess
 import sys
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from strategies import texts
@@ -182,7 +183,11 @@ def test_range_counter_block_edges(enc, ref, n):  # type: ignore[no-untyped-def]
 RUNS = ["x" + "a" * 300 + "B" * 120 + "b" * 90 + "\u00e9" * 70 + " " * 150 + "\n" * 80 + "=" * 200
         + "'s" + "1" * 200 + " \t" * 60 + "\u4e2d" * 40 + "!" * 90 + "\n/" * 30 + "end",
         "\U0001f600" * 40 + "ab" * 200 + "  " + "xyz" * 100 + "." * 70 + "\r\n" * 40 + "q",
-        "!\n" * 150 + "\t!" * 100 + " \n x" * 60 + "\u3000a" * 50]  # cuts after whitespace
+        "!\n" * 150 + "\t!" * 100 + " \n x" * 60 + "\u3000a" * 50,  # cuts after whitespace
+        # runs whose last two pieces split inside them (o200k: whitespace up to its last line
+        # break, upper case up to its last Lm/Lo letter or mark)
+        "\n " * 150 + " \n\n  " * 30 + "\u3000\r\n" * 30 + "x" + "\u4e2dA" * 100 + "!"
+        + " \u4e2dA\u4e2dAA" * 10 + "\u0301A" * 40 + "AB" * 40 + "\u4e2d" + "c" * 70 + ".\n"]
 FAMILIES = ["cl100k_base", "o200k_base", "r50k_base"]
 
 
@@ -213,7 +218,7 @@ def test_growing_piece_against_tiktoken(family, text, steps):  # type: ignore[no
         assert got == len(ref._core_bpe.encode_single_piece(data[:end])), data[:end]
 
 
-@pytest.mark.parametrize("text", RUNS, ids=["runs", "emoji", "after-space"])
+@pytest.mark.parametrize("text", RUNS, ids=["runs", "emoji", "after-space", "split-runs"])
 def test_append_counter_long_runs(family, text):  # type: ignore[no-untyped-def]
     # long runs of one class (the last piece grows in place while the run goes on), their ends,
     # and bytes cut inside characters, against tiktoken after every append
@@ -227,6 +232,76 @@ def test_append_counter_long_runs(family, text):  # type: ignore[no-untyped-def]
         got = c.append(data[pos:pos + step])
         pos += step
         assert got == len(ref.encode_ordinary(data[:pos].decode("utf-8", "ignore"))), pos
+
+
+@given(st.lists(st.one_of(st.sampled_from(["x", "!", "a", " x", "'s", "1"]),
+                          st.lists(st.sampled_from(["\n", " ", "\t", "\r\n", "\u3000"]),
+                                   min_size=20, max_size=90).map("".join),
+                          st.lists(st.sampled_from(["A", "B", "\u4e2d", "\u0301", "\u02b0"]),
+                                   min_size=20, max_size=90).map("".join)),
+                min_size=1, max_size=4).map("".join),
+       st.lists(st.integers(1, 9), min_size=1, max_size=8))
+@settings(max_examples=60, deadline=None)
+def test_append_counter_split_runs(family, text, steps):  # type: ignore[no-untyped-def]
+    # whitespace with line breaks and upper case with Lm/Lo letters and marks, mixed, cut into
+    # uneven appends (inside characters too): the count against tiktoken after every append
+    enc, ref = family
+    data = text.encode()
+    c = enc.counter()
+    pos, k = 0, 0
+    while pos < len(data):
+        step = steps[k % len(steps)]
+        k += 1
+        got = c.append(data[pos:pos + step])
+        pos += step
+        assert got == len(ref.encode_ordinary(data[:pos].decode("utf-8", "ignore"))), data[:pos]
+
+
+_SPACES = st.lists(st.sampled_from(["\n", " ", "  ", "\t", "\r\n", "\r", "\u3000", "\u2028", "\x0b"]),
+                   min_size=1, max_size=40).map("".join)
+_UPPER = st.lists(st.sampled_from(["A", "B", "\u01c5", "\u4e2d", "\u0301", "\u02b0", "\u00c9"]),
+                  min_size=1, max_size=40).map("".join)
+
+
+@pytest.fixture(scope="module")
+def family_models():  # type: ignore[no-untyped-def]
+    # single-byte vocabularies under each pretokenizer that has split runs, and its pattern
+    import regex
+
+    from edgetok._ffi import Model, compile_bpe
+    from edgetok.compiler import PATTERNS
+
+    tokens = [(bytes([b]), b) for b in range(256)]
+    return {fam: (Model.from_bytes(compile_bpe(tokens, [], PATTERNS[fam], pretokenizer=fam)),
+                  regex.compile(PATTERNS[fam])) for fam in ("o200k", "llama3")}
+
+
+@given(st.sampled_from(["x", "1", "x!", "."]), st.sampled_from(["", " ", "!", "\u2014"]),
+       st.one_of(_SPACES.map(lambda r: ("space", r)), _UPPER.map(lambda r: ("upper", r))),
+       st.sampled_from(["o200k", "llama3"]))
+@settings(max_examples=400, deadline=None)
+def test_run_extends_matches_the_pattern(family_models, head, prefix, run, fam):  # type: ignore[no-untyped-def]
+    # et_run_extends's split claim against the pattern itself: a run at the end of the text
+    # is one piece up to the end of its last split character and one piece after it
+    from edgetok._ffi import RUNS
+
+    model, pattern = family_models[fam]
+    kind, chars = run
+    if kind == "upper" and fam != "o200k":
+        return
+    if kind == "space":
+        prefix = ""
+    text = head + prefix + chars
+    data = text.encode()
+    start, run_from = len((head).encode()), len((head + prefix).encode())
+    split = model.run_extends(data, run_from, len(data), RUNS[kind == "upper"])
+    assert split >= 0
+    split = split if split > run_from else start
+    pieces = pattern.findall(text)
+    ends = list(itertools.accumulate(len(p.encode()) for p in pieces))
+    assume(start in [0, *ends])  # the run starts a piece ("!" takes the line breaks after it)
+    assert [e for e in ends if e > start] == ([split, len(data)] if start < split < len(data)
+                                              else [len(data)]), pieces
 
 
 @pytest.mark.parametrize("name,pieces", [

@@ -151,6 +151,19 @@ def test_tokenizer_json_generated(hf, text):  # type: ignore[no-untyped-def]
     same(enc, ref, text)
 
 
+def test_append_counter_llama3_split_runs(vocab, tmp_path_factory):  # type: ignore[no-untyped-def]
+    # Llama-3's pattern ends a trailing whitespace run's first piece at its last line break:
+    # the appending counter keeps a table over the run; counts against tokenizers
+    enc, ref = pair(vocab, tmp_path_factory, "llama-bpe")
+    text = "word" + "\n " * 120 + "  \n\n " * 30 + "\u3000\r\n" * 20 + "x" + " \t" * 40 + "\n"
+    data = text.encode()
+    c = enc.counter()
+    for pos in range(1, len(data) + 1):
+        got = c.append(data[pos - 1:pos])
+        want = ref.encode(data[:pos].decode("utf-8", "ignore"), add_special_tokens=False).ids
+        assert got == len(want), data[:pos]
+
+
 def test_regex_fallback_real_text(hf_regex, corpora):  # type: ignore[no-untyped-def]
     enc, ref = hf_regex
     assert enc.model.regex_split

@@ -833,6 +833,34 @@ int et_piece_extends(const et_model *m, const char *text, size_t start, size_t o
     return 1;
 }
 
+int et_run_extends(const et_model *m, const char *text, size_t from, size_t len, unsigned kind,
+                   size_t *split)
+{
+    const uint8_t *t = (const uint8_t *)text;
+    if (!m || !t || !split || from > len || m->kind != ET_KIND_BPE) return 0;
+    const int o2 = m->pretok == ET_PRETOK_O200K;
+    if (!(kind == ET_RUN_SPACE && (o2 || m->pretok == ET_PRETOK_LLAMA3)) &&
+        !(kind == ET_RUN_UPPER && o2))
+        return 0;
+    size_t at = from;
+    for (size_t i = from; i < len;) {
+        size_t n;
+        if (o2) {
+            unsigned c = et_o2_cat(t, len, i, &n);
+            if (kind == ET_RUN_SPACE ? !((O2M_SPACE >> c) & 1u) : !((O2M_UP >> c) & 1u))
+                return 0;
+            if (kind == ET_RUN_SPACE ? c == O2_NL : c != O2_LU) at = i + n;
+        } else {
+            unsigned c = et_cl_cat(t, len, i, &n);
+            if (!((M_SPACE >> c) & 1u)) return 0;
+            if (c == C_NL) at = i + n;
+        }
+        i += n;
+    }
+    *split = at;
+    return 1;
+}
+
 int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned flags,
                    size_t *ends, size_t cap, size_t *n_out, size_t *consumed)
 {

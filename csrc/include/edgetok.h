@@ -192,6 +192,19 @@ int et_piece_grow(et_ws *ws, const char *p, size_t from, size_t to, uint32_t *la
 int et_piece_extends(const et_model *m, const char *text, size_t start, size_t old_end,
                      size_t len);
 
+/* Runs whose last pieces are split inside them, for the appending counter: under o200k and
+ * Llama-3 patterns a trailing whitespace run is one piece up to its last line break, then one
+ * piece; under o200k an upper-case run (after an optional prefix) is one piece up to its last
+ * Lm/Lo letter or mark, then one piece. */
+#define ET_RUN_SPACE 1u
+#define ET_RUN_UPPER 2u
+
+/* 1 if every character of text[from..len) continues a run of that kind for model m; then
+ * *split = the end of the run's last line break (ET_RUN_SPACE) or Lm/Lo/mark (ET_RUN_UPPER)
+ * in text[from..len), or from if it has none. 0 for other characters, kinds and models. */
+int et_run_extends(const et_model *m, const char *text, size_t from, size_t len, unsigned kind,
+                   size_t *split);
+
 /* ---- parallel work ---------------------------------------------------------------------- */
 
 /* Encodes n complete texts (texts[k][0..lens[k])) one after another into out[0..cap), their
