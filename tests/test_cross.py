@@ -275,6 +275,8 @@ def test_wheel_under_qemu(name, suite, kind, ref, tmp_path):  # type: ignore[no-
              "  'python': platform.python_version(), 'native': edgetok._native.__file__,\n"
              "  'ids': [e.encode(t) for t in texts], 'counts': [e.count(t) for t in texts],\n"
              "  'back': [e.decode(e.encode(t)) for t in texts],\n"
+             "  'pieces': [e.pretokenize(t) for t in texts],\n"
+             "  'appended': [e.counter().append(t) for t in texts],\n"
              "  'eot': e.encode('<|endoftext|>', allowed_special='all')}))\n")
     texts = ["Hello world", "It's 2026! \u00e9\u00e9 \U0001f600 \u65e5\u672c\u8a9e\n\n  x",
              "x" * 5000, "def f(a, b):\n    return a + b  # \u0441\u0443\u043c\u043c\u0430\n"]
@@ -287,3 +289,7 @@ def test_wheel_under_qemu(name, suite, kind, ref, tmp_path):  # type: ignore[no-
     assert got["ids"] == [ref.encode(t) for t in texts]
     assert got["counts"] == [len(ref.encode(t)) for t in texts]
     assert got["back"] == texts and got["eot"] == [100257]
+    import regex
+
+    assert got["pieces"] == [regex.findall(ref._pat_str, t) for t in texts]
+    assert got["appended"] == got["counts"]
