@@ -309,12 +309,11 @@ class Encoding:
 
     def pretokenize(self, text: str) -> list[str]:
         """The pieces the pretokenizer cuts text into (ordinary text)."""
-        s = _nfc(text) if self._nfc else text
-        data = _utf8(s)
+        from ._ids import pieces
+
+        data = self._bytes(text)
         ends = self._model.pretokenize(data)
-        if len(data) == len(s):  # ASCII: byte offsets are character offsets
-            return [s[i:j] for i, j in zip([0, *ends], ends)]
-        return [data[i:j].decode("utf-8") for i, j in zip([0, *ends], ends)]
+        return pieces(data, ends.buffer_info()[0], len(ends))
 
     # -- decoding ---------------------------------------------------------------------------
     def decode_bytes(self, tokens: Sequence[int]) -> bytes:
