@@ -80,7 +80,11 @@ def main() -> None:
 
         rows.append((f"one {size // 1000} KB run, byte by byte", timed(append_run), float("nan")))
     o200k = edgetok.get_encoding("o200k_base")
-    for unit, name in (("\n ", "'\\n ' x N"), ("\u4e2dA", "'\u4e2dA' x N")):  # split runs
+    # runs that once made appending quadratic: split inside (whitespace to its last line
+    # break; upper case to its last Lm/Lo letter), "a'" (no contraction, decided one character
+    # later), a letter and a combining mark (one growing piece)
+    for unit, name in (("\n ", "'\\n ' x N"), ("\u4e2dA", "'\u4e2dA' x N"), ("a'", "\"a'\" x N"),
+                       ("a\u0301", "'a\\u0301' x N")):
         for size in (100_000, 200_000):
             split_run = (unit * size)[:size].encode()[:size]
 

@@ -189,3 +189,22 @@ def test_short_piece_cache(enc, ref, words):  # type: ignore[no-untyped-def]
     for w in words[:8]:
         assert enc.encode_ordinary(w) == ref.encode_ordinary(w)
     assert enc.encode_ordinary(text) == want
+
+
+# Without final, the C core stops at the last cut no later text can move, looking only at the
+# bytes it has, which may end inside a character ("\xc5" may become U+017F, which o200k's
+# case-insensitive contractions take as "s"). Whatever follows, the ids so far plus the ids
+# of the rest on its own are the ids of the whole.
+_FRAGMENTS = [b"a", b"'", b"l", b"s", b"\xc5", b"\xbf", b"\xc5\xbf", b" ", b"A", b"\n", b"e",
+              b"v", b"R", b"\xe4\xb8\xad", b"1", b"!"]
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "r50k_base"])
+@given(st.lists(st.sampled_from(_FRAGMENTS), min_size=1, max_size=24).map(b"".join))
+@settings(max_examples=150, deadline=None)
+def test_streaming_cuts_hold_for_any_continuation(name, data):  # type: ignore[no-untyped-def]
+    model = edgetok.get_encoding(name).model
+    full = model.encode(data)[0]
+    for k in range(1, len(data)):
+        ids, used = model.encode(data[:k], final=False)
+        assert used <= k and ids + model.encode(data[used:])[0] == full, (data[:k], data)

@@ -778,7 +778,9 @@ static int run_goes_on(uint32_t pretok, unsigned p, unsigned c)
 {
     switch (pretok) {
     case ET_PRETOK_O200K:
-        if (p == O2_LL || p == O2_LU) return c == p; /* LO+ (or A2's LO*); A2's Lu/Lt run */
+        if (p == O2_LL || p == O2_LB || p == O2_MK) /* A1's LO+ takes any LO character */
+            return c == O2_LL || c == O2_LB || c == O2_MK;
+        if (p == O2_LU) return c == O2_LU;                          /* A2's Lu/Lt run */
         if (p == O2_AP || p == O2_P) return c == O2_AP || c == O2_P;  /* A4's run */
         if (p == O2_SP || p == O2_WS) return c == O2_SP || c == O2_WS; /* A6, no line break */
         return p == O2_NL && c == O2_NL;                                /* A5 */

@@ -312,8 +312,18 @@ static inline int et_o200k_safe_cut(const uint8_t *t, size_t len, size_t b)
     return 1;
 }
 
-/* A cut the streaming encoder may make at boundary b when text goes on past the character at
- * b: the safe cuts, and also whitespace before b with none at b (see et_cl100k_stream_cut). */
+/* Whether the character at k (k < len) may be the start of one that t[0..len) holds only in
+ * part (an invalid byte this close to the end). */
+static inline int et_o2_partial(const uint8_t *t, size_t len, size_t k)
+{
+    size_t n;
+    return t[k] >= 0x80u && len - k < 4 && et_o2_cat(t, len, k, &n) == O2_P && n == 1;
+}
+
+/* A cut the streaming encoder may make at boundary b, given that the text goes on past
+ * t[0..len) (whatever follows): the safe cuts; whitespace before b with none at b (see
+ * et_cl100k_stream_cut); and an apostrophe after a letter or mark when what t already holds
+ * after it rules a contraction out ("a'b": the word cannot take "'b" whatever comes next). */
 static inline int et_o200k_stream_cut(const uint8_t *t, size_t len, size_t b)
 {
     size_t n;
@@ -322,7 +332,17 @@ static inline int et_o200k_stream_cut(const uint8_t *t, size_t len, size_t b)
     unsigned c = et_o2_cat(t, len, b, &n);
     if ((O2M_SPACE >> c) & 1u) return 0;
     if (c == O2_P && t[b] >= 0x80u && n == 1 && len - b < 4) return 0;
-    return (O2M_SPACE >> et_o2_cat_before(t, len, b)) & 1u;
+    unsigned p = et_o2_cat_before(t, len, b);
+    if ((O2M_SPACE >> p) & 1u) return 1;
+    if (c != O2_AP || p > O2_MK) return 0; /* the apostrophe rule: p is LU, LL, LB or MK */
+    /* (?i:'s|'t|'re|'ve|'m|'ll|'d) needs up to two characters after the apostrophe: each one
+     * it looks at must be complete, and no contraction found */
+    size_t j = b + 1, n1 = 0;
+    if (j >= len || et_o2_partial(t, len, j)) return 0;
+    char a = et_o2_fold(t, len, j, &n1);
+    if ((a == 'l' || a == 'v' || a == 'r') && (j + n1 >= len || et_o2_partial(t, len, j + n1)))
+        return 0;
+    return et_o2_contraction(t, len, b) == b;
 }
 
 #endif
