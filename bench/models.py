@@ -1,8 +1,9 @@
 """Every BPE model side by side with its reference, in one run, single thread: the built-in
 r50k_base, p50k_base and o200k_base against tiktoken; GPT-2, Llama-3 and Qwen2 (from
 llama.cpp's vocab GGUFs, fetched once like the tests do) against Hugging Face `tokenizers` on
-a tokenizer.json of the same vocabulary; the regex fallback (GPT-2's vocabulary with digits
-split one by one) against `tokenizers`; and each regex-free pretokenizer against the `regex`
+a tokenizer.json of the same vocabulary; GPT-2's vocabulary with each digit split off first
+(StarCoder's pre-tokenizer, regex-free) and with runs of digits split off (the regex fallback)
+against `tokenizers`; and each regex-free pretokenizer against the `regex`
 module (piece offsets, and the pieces as strings like regex.findall's). Outputs are checked identical before anything is timed.
 
     python bench/models.py [--seconds 1] [--json out.json]
@@ -35,11 +36,15 @@ def hf_pairs(tmp: Path) -> dict[str, tuple[object, object]]:
     from edgetok.fetch import sdist_members
 
     out = {}
-    digits = [{"type": "Digits", "individual_digits": True},
-              {"type": "Split", "pattern": {"Regex": test_hf.HF_GPT2_PATTERN},
-               "behavior": "Isolated", "invert": False}]
+
+    def digits(one_by_one: bool) -> list[dict[str, object]]:
+        return [{"type": "Digits", "individual_digits": one_by_one},
+                {"type": "Split", "pattern": {"Regex": test_hf.HF_GPT2_PATTERN},
+                 "behavior": "Isolated", "invert": False}]
+
     for name, splits in [("gpt-2", None), ("llama-bpe", None), ("qwen2", None),
-                         ("gpt-2 digits (regex)", digits)]:
+                         ("gpt-2 digits", digits(True)),  # StarCoder's: regex-free
+                         ("gpt-2 digit-runs (regex)", digits(False))]:  # the regex fallback
         member = f"models/ggml-vocab-{name.split()[0]}.gguf"
         path = sdist_members(*test_hf.LLAMA_CPP, [member])[member]
         spec = test_hf.tokenizer_json(str(path), splits)

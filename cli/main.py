@@ -406,10 +406,12 @@ def chunk(file: str, max_tokens: int, overlap: int, boundary: str, fmt: str, enc
 @click.option("-o", "--output", required=True, metavar="X.etok", help="The model file to write.")
 @click.option("--special", "specials", multiple=True, metavar="TOKEN=ID",
               help="A special token and its id (repeatable), e.g. '<|endoftext|>=100257'.")
-@click.option("--pretokenizer", type=click.Choice(["cl100k", "o200k", "gpt2", "llama3", "qwen2"]),
+@click.option("--pretokenizer", type=click.Choice(["cl100k", "o200k", "gpt2", "gpt2-digits", "llama3",
+                                                   "qwen2"]),
               default="cl100k", show_default=True,
               help="How tiktoken vocabularies split text, regex-free: the pattern of cl100k_base, "
-              "o200k_base, GPT-2 (r50k/p50k), Llama-3 (the older cl100k one) or Qwen2 (Llama-3's "
+              "o200k_base, GPT-2 (r50k/p50k), GPT-2 after each digit is split off (StarCoder), "
+              "Llama-3 (the older cl100k one) or Qwen2 (Llama-3's "
               "with one digit a piece). GGUF and tokenizer.json files name their own.")
 @click.option("--pattern", metavar="REGEX",
               help="Instead of --pretokenizer: the vocabulary's own pattern. One a regex-free "
@@ -488,7 +490,8 @@ def info(encoding: str, model: str | None, list_: bool, verify: bool, as_json: b
     else:
         d["pretokenizer"] = {
             1: f"Peek2 cl100k (regex-free, digit groups of {m.pretok_param})",
-            2: "o200k (regex-free)", 3: "GPT-2 / r50k (regex-free)",
+            2: "o200k (regex-free)",
+            3: "GPT-2 / r50k (regex-free" + (", each digit split off first)" if m.pretok_param else ")"),
             4: f"Llama-3 / older cl100k (regex-free, digit groups of {m.pretok_param})",
             5: "the `regex` module in Python, the patterns applied in turn (no regex-free "
                "pretokenizer covers them; token budgets are not available)",

@@ -429,7 +429,8 @@ RUNS = (lib.ET_RUN_SPACE, lib.ET_RUN_UPPER)  # the kinds of run et_run_extends k
 
 # pretokenizer name: (ET_PRETOK_* kind, digits per group)
 PRETOK_KINDS = {"cl100k": (lib.ET_PRETOK_CL100K, 3), "o200k": (lib.ET_PRETOK_O200K, 0),
-                "gpt2": (lib.ET_PRETOK_GPT2, 0), "llama3": (lib.ET_PRETOK_LLAMA3, 3),
+                "gpt2": (lib.ET_PRETOK_GPT2, 0), "gpt2-digits": (lib.ET_PRETOK_GPT2, 1),
+                "llama3": (lib.ET_PRETOK_LLAMA3, 3),
                 "qwen2": (lib.ET_PRETOK_LLAMA3, 1), "regex": (lib.ET_PRETOK_REGEX, 0)}
 
 

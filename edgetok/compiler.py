@@ -4,6 +4,7 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import json
 from pathlib import Path
 
 from ._ffi import ModelError, compile_bpe
@@ -31,6 +32,9 @@ QWEN2_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}")
 # the regex-free pretokenizers, by name, and the pattern each reproduces
 PATTERNS = {"cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN, "gpt2": GPT2_PATTERN,
             "llama3": LLAMA3_PATTERN, "qwen2": QWEN2_PATTERN}
+# regex-free pretokenizers for regexes applied in turn (Hugging Face's Split pre-tokenizers):
+# each digit split off, then GPT-2's pattern (StarCoder, Refact, Command-R)
+SEQUENCES = {"gpt2-digits": [r"\p{N}", GPT2_PATTERN]}
 
 CL100K_SPECIALS = {
     "<|endoftext|>": 100257,
@@ -81,8 +85,9 @@ def compile_tiktoken(path: str | Path, *, specials: dict[str, int] | None = None
     """Compile a tiktoken vocabulary file into an .etok image (rank == id), split by one of
     the regex-free pretokenizers (PATTERNS), or by pattern: a regex, which gets the
     regex-free pretokenizer that reproduces it, if any, else runs through the `regex` module."""
-    if pretokenizer not in PATTERNS:
-        raise ModelError(f"unknown pretokenizer {pretokenizer!r}: one of {', '.join(PATTERNS)}")
+    if pretokenizer not in PATTERNS and pretokenizer not in SEQUENCES:
+        raise ModelError(f"unknown pretokenizer {pretokenizer!r}: one of "
+                         f"{', '.join([*PATTERNS, *SEQUENCES])}")
     if pattern is not None:
         from .hf import pretokenizer_for
 
@@ -94,7 +99,9 @@ def compile_tiktoken(path: str | Path, *, specials: dict[str, int] | None = None
             raise ModelError(f"{path}: sha256 {got} != expected {expected_sha256}")
     tokens = parse_tiktoken(data, str(path))
     spec = [(k.encode(), v) for k, v in (specials or {}).items()]
-    return compile_bpe(tokens, spec, pattern or PATTERNS[pretokenizer], pretokenizer)
+    if pattern is None:
+        pattern = PATTERNS.get(pretokenizer) or json.dumps(SEQUENCES[pretokenizer])
+    return compile_bpe(tokens, spec, pattern, pretokenizer)
 
 
 def is_sentencepiece(path: str | Path) -> bool:

@@ -21,6 +21,8 @@ from .compiler import PATTERNS
 HF_GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 # single patterns that a regex-free pretokenizer reproduces exactly
 KNOWN = {HF_GPT2_PATTERN: "gpt2", **{p: name for name, p in PATTERNS.items()}}
+# each digit split off, then GPT-2's pattern (StarCoder, Refact, Command-R): gpt2 with nd
+DIGITS_THEN_GPT2 = [r"\p{N}", HF_GPT2_PATTERN]
 # llama.cpp's pre-tokenizer names (tokenizer.ggml.pre): the regexes the model's tokenizer.json
 # applies, and whether it normalises to NFC first
 GGUF_PRE = {
@@ -29,8 +31,8 @@ GGUF_PRE = {
     "llama-bpe": ([PATTERNS["llama3"]], False),
     "llama3": ([PATTERNS["llama3"]], False),
     "qwen2": ([PATTERNS["qwen2"]], True),
-    "starcoder": ([r"\p{N}", HF_GPT2_PATTERN], False),
-    "refact": ([r"\p{N}", HF_GPT2_PATTERN], False),
+    "starcoder": (DIGITS_THEN_GPT2, False),
+    "refact": (DIGITS_THEN_GPT2, False),
     "falcon": ([r"[\p{P}\$\+<=>\^~\|`]+", HF_GPT2_PATTERN, "[0-9][0-9][0-9]"], False),
     "deepseek-coder": ([r"[\r\n]", r"\s?\p{L}+", r"\s?\p{P}+",
                         "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+", r"\p{N}"], False),
@@ -55,7 +57,7 @@ GGUF_PRE = {
                       "\\s+$",
                       "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+",
                       "\\p{N}+"], False),
-    "command-r": ([r"\p{N}", HF_GPT2_PATTERN], False),
+    "command-r": (DIGITS_THEN_GPT2, False),
     "qwen35": ([r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}"""
                 r"""| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""], False),
 }
@@ -88,6 +90,8 @@ def pretokenizer_for(patterns: list[str], source: str) -> tuple[str, str]:
     now, since the fallback only compiles them when encoding)."""
     if len(patterns) == 1 and patterns[0] in KNOWN:
         return KNOWN[patterns[0]], patterns[0]
+    if patterns == DIGITS_THEN_GPT2:
+        return "gpt2-digits", json.dumps(patterns)
     import regex
 
     for p in patterns:

@@ -26,10 +26,12 @@ LLAMA_CPP = ("llama-cpp-python", "0.3.36")
 NAMES = ["gpt-2", "llama-bpe", "qwen2", "qwen35", "mpt", "starcoder", "refact", "falcon",
          "deepseek-coder", "deepseek-llm", "command-r"]
 SPM_NAMES = ["llama-spm", "phi-3"]  # SentencePiece BPE with byte fallback (Llama-2's vocabulary)
-# the pretokenizer each GGUF must get (ET_PRETOK_*: 3 GPT-2, 4 Llama-3 family, 5 the regex
-# fallback: Qwen3.5's pattern takes marks into its words)
-PRETOK = {"gpt-2": 3, "llama-bpe": 4, "qwen2": 4, "qwen35": 5, "mpt": 3, "starcoder": 5,
-          "refact": 5, "falcon": 5, "deepseek-coder": 5, "deepseek-llm": 5, "command-r": 5}
+# the pretokenizer each GGUF must get (ET_PRETOK_*: 3 GPT-2, with parameter 1 when each
+# digit is split off first, 4 Llama-3 family, 5 the regex fallback: Qwen3.5's pattern takes
+# marks into its words)
+PRETOK = {"gpt-2": 3, "llama-bpe": 4, "qwen2": 4, "qwen35": 5, "mpt": 3, "starcoder": 3,
+          "refact": 3, "falcon": 5, "deepseek-coder": 5, "deepseek-llm": 5, "command-r": 3}
+DIGITS_SPLIT = {"starcoder", "refact", "command-r"}
 # vocabularies without a token for some bytes: those bytes are dropped, as tokenizers does
 DROPS_BYTES = {"mpt", "starcoder", "refact", "falcon", "deepseek-coder", "deepseek-llm"}
 XLMR = "nomic-bert-moe"  # XLM-RoBERTa's 250k Unigram vocabulary
@@ -63,6 +65,7 @@ def test_reference_strings(vocab, gguf_enc, name):  # type: ignore[no-untyped-de
     else:
         enc = gguf_enc[name]
         assert enc.model.pretok == PRETOK[name] and enc.model.regex_split == (PRETOK[name] == 5)
+        assert (enc.model.pretok == 3 and enc.model.pretok_param == 1) == (name in DIGITS_SPLIT)
         assert enc.model.drops_bytes == (name in DROPS_BYTES)
     with open(vocab[name + ".inp"], encoding="utf-8") as f:
         inputs = f.read().split("\n__ggml_vocab_test__\n")
@@ -125,9 +128,10 @@ def hf(request, vocab, tmp_path_factory):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def hf_regex(vocab, tmp_path_factory):  # type: ignore[no-untyped-def]
-    # GPT-2's vocabulary with every digit on its own (StarCoder's pre-tokenizer): two regexes
-    # in turn, which no regex-free pretokenizer covers
-    splits = [{"type": "Digits", "individual_digits": True},
+    # GPT-2's vocabulary with runs of digits split off before GPT-2's pattern (" 12" is " "
+    # "12"): two regexes in turn, which no regex-free pretokenizer covers (every digit on its
+    # own, as StarCoder splits them, has one: NAMES)
+    splits = [{"type": "Digits", "individual_digits": False},
               {"type": "Split", "pattern": {"Regex": HF_GPT2_PATTERN}, "behavior": "Isolated",
                "invert": False}]
     return pair(vocab, tmp_path_factory, "gpt-2", splits)

@@ -108,6 +108,51 @@ def gpt2_small(tmp_path_factory):  # type: ignore[no-untyped-def]
     return edgetok.load(out), ref
 
 
+@pytest.fixture(scope="module")
+def gpt2_digits(gpt2_small, tmp_path_factory):  # type: ignore[no-untyped-def]
+    """The same vocabulary compiled with --pretokenizer gpt2-digits (each digit split off, then
+    GPT-2's pattern): (edgetok, a function giving the reference ids: each digit split off and
+    GPT-2's pattern applied in turn as Hugging Face does, then tiktoken's BPE of each piece)."""
+    import tiktoken_ext.openai_public as op
+
+    from test_pretok_families import Staged
+
+    _, ref = gpt2_small
+    src = next(tmp_path_factory.getbasetemp().glob("gpt2*/small.tiktoken"))
+    out = tmp_path_factory.mktemp("gpt2d") / "digits.etok"
+    p = subprocess.run([sys.executable, "-m", "edgetok_cli.main", "compile", str(src), "-o",
+                        str(out), "--pretokenizer", "gpt2-digits"], capture_output=True)
+    assert p.returncode == 0, p.stderr
+    staged = Staged(r"\p{N}", op.r50k_pat_str)
+
+    def want(text: str) -> list[int]:
+        return [i for piece in staged.findall(text)
+                for i in ref._core_bpe.encode_single_piece(piece.encode())]
+    return edgetok.load(out), want
+
+
+@given(st.one_of(texts, st.text(st.sampled_from(" \n\t!a1\u0663'sx\u00bd"), max_size=30)))
+@settings(max_examples=400, deadline=None)
+def test_gpt2_digits(gpt2_digits, corpora, text):  # type: ignore[no-untyped-def]
+    enc, want = gpt2_digits
+    text = "".join(c for c in text if ord(c) not in DIFFERS)
+    assert enc.encode_ordinary(text) == want(text)
+    c = enc.counter()
+    data = text.encode()
+    for k in range(0, len(data), 3):
+        c.append(data[k:k + 3])
+    assert c.count == len(want(text))
+
+
+def test_gpt2_digits_real_text(gpt2_digits, corpora):  # type: ignore[no-untyped-def]
+    enc, want = gpt2_digits
+    for kind, text in corpora.items():
+        assert enc.encode_ordinary(text) == want(text), kind
+    info = subprocess.run([sys.executable, "-m", "edgetok_cli.main", "info", "--model",
+                           enc.model.source], capture_output=True, text=True)
+    assert "each digit split off first" in info.stdout, info.stdout
+
+
 def test_gpt2_real_text(gpt2_small, corpora):  # type: ignore[no-untyped-def]
     enc, ref = gpt2_small
     for kind, text in corpora.items():

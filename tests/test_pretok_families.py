@@ -36,7 +36,7 @@ DIFFERS = frozenset(cp for lo, hi in gen_tables.TIKTOKEN_UNASSIGNED for cp in ra
 
 ENV = {**os.environ, "ASAN_OPTIONS": "exitcode=99:detect_leaks=1",
        "UBSAN_OPTIONS": "halt_on_error=1:exitcode=98:print_stacktrace=1"}
-FAMILIES = ["o200k", "gpt2", "llama3", "qwen2"]
+FAMILIES = ["o200k", "gpt2", "gpt2-digits", "llama3", "qwen2"]
 CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-Icsrc/include", "-Icsrc"]
 
 
@@ -56,6 +56,27 @@ def pretok_check(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
     return exe
 
 
+class Staged:
+    """Regexes applied in turn as Hugging Face's Split(Isolated) pre-tokenizers apply them:
+    each one's matches and the gaps between them are pieces, which the next one splits."""
+
+    def __init__(self, *patterns: str) -> None:
+        self.patterns = [regex.compile(p) for p in patterns]
+
+    def findall(self, text: str) -> list[str]:
+        pieces = [text] if text else []
+        for pattern in self.patterns:
+            out = []
+            for piece in pieces:
+                at = 0
+                for m in pattern.finditer(piece):
+                    out += [x for x in (piece[at:m.start()], m.group()) if x]
+                    at = m.end()
+                out += [piece[at:]] if at < len(piece) else []
+            pieces = out
+        return pieces
+
+
 @pytest.fixture(scope="session")
 def patterns() -> dict[str, regex.Pattern]:
     import tiktoken_ext.openai_public as op
@@ -64,6 +85,8 @@ def patterns() -> dict[str, regex.Pattern]:
     return {
         "o200k": regex.compile(op.o200k_base()["pat_str"]),
         "gpt2": regex.compile(op.r50k_pat_str),
+        # StarCoder, Refact, Command-R: each digit split off, then GPT-2's pattern
+        "gpt2-digits": Staged(r"\p{N}", op.r50k_pat_str),  # type: ignore[dict-item]
         "cl100k": regex.compile(op.cl100k_base()["pat_str"]),
         # the patterns of Llama-3's and Qwen2's tokenizer.json files
         "llama3": regex.compile(PATTERNS["llama3"]),
@@ -229,6 +252,14 @@ SUBTLE = {
         ("a \n", ["a", " \n"]),
         ("e\u0301", ["e", "\u0301"]),                  # marks are not \p{L}
         ("1234", ["1234"]),
+    ],
+    "gpt2-digits": [
+        ("  1", ["  ", "1"]),                          # the stretch before a digit ends there
+        (" 12", [" ", "1", "2"]),
+        ("x \n1", ["x", " \n", "1"]),
+        ("'1", ["'", "1"]),
+        ("ab1cd", ["ab", "1", "cd"]),
+        ("\u0663\u00bd", ["\u0663", "\u00bd"]),      # any \p{N}
     ],
     "llama3": [
         ("a \n\n", ["a", " \n\n"]),                  # \s*[\r\n]+ at the end: no \s++$

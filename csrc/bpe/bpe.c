@@ -30,7 +30,7 @@ ET_ALWAYS_INLINE static inline size_t next_piece(const et_model *m, const uint8_
 {
     switch (m->pretok) {
     case ET_PRETOK_O200K: return et_o200k_next(t, len, i);
-    case ET_PRETOK_GPT2: return et_gpt2_next(t, len, i);
+    case ET_PRETOK_GPT2: return et_gpt2_next(t, len, i, m->pretok_param == 1);
     case ET_PRETOK_LLAMA3: return et_cl100k_next(t, len, i, m->pretok_param, 0);
     case ET_PRETOK_REGEX: return len; /* the caller passes one piece at a time */
     default: return et_cl100k_next(t, len, i, m->pretok_param, 1);
@@ -41,7 +41,7 @@ static inline int safe_cut(const et_model *m, const uint8_t *t, size_t len, size
 {
     switch (m->pretok) {
     case ET_PRETOK_O200K: return et_o200k_safe_cut(t, len, b);
-    case ET_PRETOK_GPT2: return et_gpt2_safe_cut(t, len, b);
+    case ET_PRETOK_GPT2: return et_gpt2_safe_cut(t, len, b, m->pretok_param == 1);
     case ET_PRETOK_REGEX: return 0;
     default: return et_cl100k_safe_cut(t, len, b); /* the Llama-3 pattern too */
     }
@@ -52,7 +52,7 @@ static inline int stream_cut(const et_model *m, const uint8_t *t, size_t len, si
 {
     switch (m->pretok) {
     case ET_PRETOK_O200K: return et_o200k_stream_cut(t, len, b);
-    case ET_PRETOK_GPT2: return et_gpt2_stream_cut(t, len, b);
+    case ET_PRETOK_GPT2: return et_gpt2_stream_cut(t, len, b, m->pretok_param == 1);
     case ET_PRETOK_REGEX: return 0;
     default: return et_cl100k_stream_cut(t, len, b);
     }
@@ -784,7 +784,7 @@ static int run_goes_on(uint32_t pretok, unsigned p, unsigned c)
         if (p == O2_AP || p == O2_P) return c == O2_AP || c == O2_P;  /* A4's run */
         if (p == O2_SP || p == O2_WS) return c == O2_SP || c == O2_WS; /* A6, no line break */
         return p == O2_NL && c == O2_NL;                                /* A5 */
-    case ET_PRETOK_GPT2:
+    case ET_PRETOK_GPT2: /* (digits split off one by one: the caller refuses digit pieces) */
         if (p == G2_L || p == G2_N) return c == p;
         if (p == G2_AP || p == G2_P) return c == G2_AP || c == G2_P;
         return (p == G2_SP || p == G2_WS) && (c == G2_SP || c == G2_WS); /* \s+(?!\S) to the end */
@@ -821,6 +821,8 @@ int et_piece_extends(const et_model *m, const char *text, size_t start, size_t o
         unsigned c0 = et_cl_cat(t, old_end, start, &n);
         if (c0 != C_SP && c0 != C_WS && c0 != C_NL) return 0;
     }
+    if (fam == ET_PRETOK_GPT2 && m->pretok_param == 1 && p == G2_N)
+        return 0; /* digits split off one by one: a digit is a piece alone */
     if (fam == ET_PRETOK_O200K)
         for (size_t k = old_end - 8; k < old_end; k++)
             if (t[k] == '\'') return 0; /* a word that may end in a contraction is complete */

@@ -68,7 +68,8 @@ int et_model_special_is_added(const et_model *m, uint32_t i);
 #define ET_PRETOK_NONE 0u   /* unigram models: the normaliser, no pretokenizer */
 #define ET_PRETOK_CL100K 1u  /* tiktoken's cl100k_base pattern (param: digits per group) */
 #define ET_PRETOK_O200K 2u   /* tiktoken's o200k_base pattern */
-#define ET_PRETOK_GPT2 3u    /* the GPT-2 / r50k_base / p50k_base pattern */
+#define ET_PRETOK_GPT2 3u    /* the GPT-2 / r50k_base / p50k_base pattern (param 1: each digit
+                                split off first, as StarCoder, Refact and Command-R do) */
 #define ET_PRETOK_LLAMA3 4u  /* the older cl100k pattern of Llama-3, Qwen2 and tokenizer.json
                                 files (\s*[\r\n]+ instead of \s++$; param: digits per group) */
 #define ET_PRETOK_REGEX 5u   /* none in C: the caller cuts pieces with the recorded pattern and

@@ -309,6 +309,7 @@ int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, 
     if ((pretok == ET_PRETOK_CL100K || pretok == ET_PRETOK_LLAMA3) &&
         (pretok_param < 1 || pretok_param > 9))
         return ET_E_ARG;
+    if (pretok == ET_PRETOK_GPT2 && pretok_param > 1) return ET_E_ARG;
     extra x = {ET_KIND_BPE, pretok, pretok_param, flags & ET_COMPILE_NFC ? ET_FLAG_NFC : 0u,
                pattern, NULL, {0}, {0}};
     return compile_image((const uint8_t *)bytes, off, ids, n, (const uint8_t *)sbytes, soff, sids,

@@ -91,6 +91,7 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
         if ((h->pretok == ET_PRETOK_CL100K || h->pretok == ET_PRETOK_LLAMA3) &&
             (h->pretok_param < 1 || h->pretok_param > 9))
             return ET_E_FORMAT;
+        if (h->pretok == ET_PRETOK_GPT2 && h->pretok_param > 1) return ET_E_FORMAT;
     } else if (h->kind == ET_KIND_UNIGRAM) {
         if (h->pretok != ET_PRETOK_NONE) return ET_E_VERSION;
     } else {

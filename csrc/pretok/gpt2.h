@@ -11,6 +11,10 @@
  * ("'S" is "'" "S"); a contraction is a piece of its own ("'sa" is "'s" "a"), and an apostrophe
  * that starts none is punctuation ("'lx" is "'" "lx"). Marks are not \p{L}: "e\u0301" is "e"
  * "\u0301". Every character is decoded a bounded number of times: time is linear.
+ *
+ * With `nd` (StarCoder, Refact, Command-R: \p{N} split off first, then this pattern on each
+ * stretch between digits), every digit is a piece of its own and ends the stretch before it
+ * as the end of the text would: " 1" is " " "1", "x  1" is "x" "  " "1".
  */
 #ifndef ET_PRETOK_GPT2_H
 #define ET_PRETOK_GPT2_H
@@ -102,18 +106,22 @@ ET_ALWAYS_INLINE static inline size_t et_g2_run(const uint8_t *t, size_t len, si
     }
 }
 
-/* \s++$ | \s+(?!\S) | \s, for a piece starting with whitespace at i. */
-static inline size_t et_g2_space(const uint8_t *t, size_t len, size_t i)
+/* \s++$ | \s+(?!\S) | \s, for a piece starting with whitespace at i (nd: a digit ends the
+ * text). */
+static inline size_t et_g2_space(const uint8_t *t, size_t len, size_t i, int nd)
 {
     size_t k = i, last = i, nchars = 0;
+    unsigned c = G2_END;
     while (k < len) {
         size_t n;
-        if (!((G2M_SPACE >> et_g2_cat(t, len, k, &n)) & 1u)) break;
+        c = et_g2_cat(t, len, k, &n);
+        if (!((G2M_SPACE >> c) & 1u)) break;
         last = k;
         k += n;
         nchars++;
+        c = G2_END;
     }
-    if (k == len) return len;     /* \s++$ */
+    if (c == G2_END || (nd && c == G2_N)) return k; /* \s++$ */
     if (nchars >= 2) return last; /* \s+(?!\S): all but the last whitespace character */
     return k;                     /* \s */
 }
@@ -130,13 +138,18 @@ static inline size_t et_g2_contraction(const uint8_t *t, size_t len, size_t i)
     return 0;
 }
 
-/* End of the piece that starts at i (i < len). */
-ET_ALWAYS_INLINE static inline size_t et_gpt2_next(const uint8_t *t, size_t len, size_t i)
+/* End of the piece that starts at i (i < len); nd: digits one by one (see the top). */
+ET_ALWAYS_INLINE static inline size_t et_gpt2_next(const uint8_t *t, size_t len, size_t i,
+                                                   int nd)
 {
     size_t n0, n1 = 0;
     unsigned c0 = et_g2_cat(t, len, i, &n0);
     size_t j = i + n0;
     unsigned c1 = j < len ? et_g2_cat(t, len, j, &n1) : G2_END;
+    if (nd) {
+        if (c0 == G2_N) return j;
+        if (c1 == G2_N) c1 = G2_END; /* the stretch ends there */
+    }
     switch (et_g2_branch[c0][c1]) {
     case G2B_WORD:
         return et_g2_run(t, len, j, G2M_(G2_L));
@@ -151,7 +164,7 @@ ET_ALWAYS_INLINE static inline size_t et_gpt2_next(const uint8_t *t, size_t len,
     case G2B_SPACE_PUNCT:
         return et_g2_run(t, len, j + n1, G2M_PUNCT);
     case G2B_SPACE:
-        return et_g2_space(t, len, i);
+        return et_g2_space(t, len, i, nd);
     default: { /* G2B_APOS */
         size_t e = et_g2_contraction(t, len, i);
         return e ? e : et_g2_run(t, len, j, G2M_PUNCT);
@@ -183,14 +196,16 @@ static inline unsigned et_g2_cat_before(const uint8_t *t, size_t len, size_t b)
  * that starts no contraction looks at up to two characters after it ("'lx" is "'" "lx", "'ll"
  * one piece): the second condition. Otherwise a run that ends at b ends there at the end of
  * the text too. A character at b that is an invalid byte close to len may be the start of a
- * character not yet complete: not safe either. */
-static inline int et_gpt2_safe_cut(const uint8_t *t, size_t len, size_t b)
+ * character not yet complete: not safe either. With nd (digits split off), a digit on either
+ * side of b is a cut too: the stretch before it ends there whatever follows. */
+static inline int et_gpt2_safe_cut(const uint8_t *t, size_t len, size_t b, int nd)
 {
     size_t n;
     if (b == 0 || b >= len) return 0; /* no piece boundary to cut at */
     unsigned c = et_g2_cat(t, len, b, &n);
     if (c == G2_P && t[b] >= 0x80u && n == 1 && len - b < 4) return 0;
     unsigned p = et_g2_cat_before(t, len, b);
+    if (nd && (c == G2_N || p == G2_N)) return 1;
     if ((G2M_SPACE >> p) & 1u) return 0;
     if (p == G2_AP && (t[b] == 'l' || t[b] == 'v' || t[b] == 'r')) return 0;
     return 1;
@@ -198,10 +213,10 @@ static inline int et_gpt2_safe_cut(const uint8_t *t, size_t len, size_t b)
 
 /* A cut the streaming encoder may make at boundary b when text goes on past the character at
  * b: the safe cuts, and also whitespace before b with none at b (see et_cl100k_stream_cut). */
-static inline int et_gpt2_stream_cut(const uint8_t *t, size_t len, size_t b)
+static inline int et_gpt2_stream_cut(const uint8_t *t, size_t len, size_t b, int nd)
 {
     size_t n;
-    if (et_gpt2_safe_cut(t, len, b)) return 1;
+    if (et_gpt2_safe_cut(t, len, b, nd)) return 1;
     if (b == 0 || b >= len) return 0;
     unsigned c = et_g2_cat(t, len, b, &n);
     if ((G2M_SPACE >> c) & 1u) return 0;

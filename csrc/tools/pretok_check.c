@@ -10,8 +10,9 @@
  *   pretok_check -b N FAMILY [FILE]
  *       the scan repeated N times: pieces, bytes, bytes per second.
  *
- * FAMILY is cl100k (et_cl100k_next, at most 3 digits a piece), o200k, gpt2, llama3 (the older
- * cl100k pattern) or qwen2 (llama3 with one digit a piece).
+ * FAMILY is cl100k (et_cl100k_next, at most 3 digits a piece), o200k, gpt2, gpt2-digits (gpt2
+ * after each digit is split off), llama3 (the older cl100k pattern) or qwen2 (llama3 with one
+ * digit a piece).
  * Exit status: 0 ok, 1 an I/O or memory error, 2 usage. */
 #include <stdint.h>
 #include <stdio.h>
@@ -23,7 +24,7 @@
 #include "pretok/gpt2.h"
 #include "pretok/o200k.h"
 
-enum { F_CL100K, F_O200K, F_GPT2, F_LLAMA3, F_QWEN2 };
+enum { F_CL100K, F_O200K, F_GPT2, F_LLAMA3, F_QWEN2, F_GPT2D };
 
 static size_t next_piece(int fam, const uint8_t *t, size_t len, size_t i)
 {
@@ -32,7 +33,7 @@ static size_t next_piece(int fam, const uint8_t *t, size_t len, size_t i)
     case F_LLAMA3: return et_cl100k_next(t, len, i, 3, 0);
     case F_QWEN2: return et_cl100k_next(t, len, i, 1, 0);
     case F_O200K: return et_o200k_next(t, len, i);
-    default: return et_gpt2_next(t, len, i);
+    default: return et_gpt2_next(t, len, i, fam == F_GPT2D);
     }
 }
 
@@ -41,7 +42,7 @@ static int safe_cut(int fam, const uint8_t *t, size_t len, size_t b)
     switch (fam) {
     case F_CL100K: case F_LLAMA3: case F_QWEN2: return et_cl100k_safe_cut(t, len, b);
     case F_O200K: return et_o200k_safe_cut(t, len, b);
-    default: return et_gpt2_safe_cut(t, len, b);
+    default: return et_gpt2_safe_cut(t, len, b, fam == F_GPT2D);
     }
 }
 
@@ -50,7 +51,7 @@ static int stream_cut(int fam, const uint8_t *t, size_t len, size_t b)
     switch (fam) {
     case F_CL100K: case F_LLAMA3: case F_QWEN2: return et_cl100k_stream_cut(t, len, b);
     case F_O200K: return et_o200k_stream_cut(t, len, b);
-    default: return et_gpt2_stream_cut(t, len, b);
+    default: return et_gpt2_stream_cut(t, len, b, fam == F_GPT2D);
     }
 }
 
@@ -70,7 +71,8 @@ NOINLINE static size_t count_pieces(int fam, const uint8_t *t, size_t len)
     case F_LLAMA3: for (; i < len; n++) i = et_cl100k_next(t, len, i, 3, 0); break;
     case F_QWEN2: for (; i < len; n++) i = et_cl100k_next(t, len, i, 1, 0); break;
     case F_O200K: for (; i < len; n++) i = et_o200k_next(t, len, i); break;
-    default: for (; i < len; n++) i = et_gpt2_next(t, len, i); break;
+    case F_GPT2D: for (; i < len; n++) i = et_gpt2_next(t, len, i, 1); break;
+    default: for (; i < len; n++) i = et_gpt2_next(t, len, i, 0); break;
     }
     return n;
 }
@@ -141,6 +143,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[a], "cl100k") == 0) fam = F_CL100K;
     else if (strcmp(argv[a], "o200k") == 0) fam = F_O200K;
     else if (strcmp(argv[a], "gpt2") == 0) fam = F_GPT2;
+    else if (strcmp(argv[a], "gpt2-digits") == 0) fam = F_GPT2D;
     else if (strcmp(argv[a], "llama3") == 0) fam = F_LLAMA3;
     else if (strcmp(argv[a], "qwen2") == 0) fam = F_QWEN2;
     else return usage();
