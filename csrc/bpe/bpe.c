@@ -48,13 +48,14 @@ static inline int safe_cut(const et_model *m, const uint8_t *t, size_t len, size
 }
 
 /* A cut et_encode without ET_FINAL may make at b, text going on past the character at b. */
-static inline int stream_cut(const et_model *m, const uint8_t *t, size_t len, size_t b)
+static inline int stream_cut(const et_model *m, const uint8_t *t, size_t len, size_t prev,
+                             size_t b)
 {
     switch (m->pretok) {
-    case ET_PRETOK_O200K: return et_o200k_stream_cut(t, len, b);
+    case ET_PRETOK_O200K: return et_o200k_stream_cut(t, len, prev, b);
     case ET_PRETOK_GPT2: return et_gpt2_stream_cut(t, len, b, m->pretok_param == 1);
     case ET_PRETOK_REGEX: return 0;
-    default: return et_cl100k_stream_cut(t, len, b);
+    default: return et_cl100k_stream_cut(t, len, prev, b);
     }
 }
 
@@ -523,7 +524,7 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
 {
     const et_model *m = ws->m;
     const unsigned final = flags & ET_FINAL;
-    size_t i = 0, n = 0, cut = 0, cut_n = 0;
+    size_t i = 0, prev = 0, n = 0, cut = 0, cut_n = 0; /* prev: where the piece before i starts */
     int rc = ET_OK;
     uint32_t one;
     if (m->kind == ET_KIND_UNIGRAM) { /* one sentence: no cut, no limit, no offsets */
@@ -538,7 +539,7 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
         size_t e = next_piece(m, t, len, i);
         if (!final) {
             if (e == len) break; /* the last piece may still grow */
-            if (i > 0 && stream_cut(m, t, len, i)) { /* (the text goes on past i: e < len) */
+            if (i > 0 && stream_cut(m, t, len, prev, i)) { /* (the text goes on past i: e < len) */
                 cut = i;
                 cut_n = n;
             }
@@ -570,6 +571,7 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
             }
         }
         n += k;
+        prev = i;
         i = e;
     }
     *consumed = final ? i : cut;
@@ -773,34 +775,91 @@ int et_piece_grow(et_ws *ws, const char *piece, size_t from, size_t to, uint32_t
     return ET_OK;
 }
 
-/* Whether class-run continuation c keeps a piece that ends in p going (see et_piece_extends). */
-static int run_goes_on(uint32_t pretok, unsigned p, unsigned c)
+/* What kind of piece of model m starts at t[start] (of a piece t[start..end)): a word,
+ * punctuation (with its line-break tail), whitespace, a run of digits (GPT-2's \p{N}+), or
+ * something else (digit groups of at most 3, or one digit). */
+enum { PIECE_OTHER, PIECE_WORD, PIECE_PUNCT, PIECE_SPACE, PIECE_DIGITS };
+
+static int piece_kind(const et_model *m, const uint8_t *t, size_t start, size_t end)
 {
-    switch (pretok) {
-    case ET_PRETOK_O200K:
-        if (p == O2_LL || p == O2_LB || p == O2_MK) /* A1's LO+ takes any LO character */
-            return c == O2_LL || c == O2_LB || c == O2_MK;
-        if (p == O2_LU) return c == O2_LU;                          /* A2's Lu/Lt run */
-        if (p == O2_AP || p == O2_P) return c == O2_AP || c == O2_P;  /* A4's run */
-        if (p == O2_SP || p == O2_WS) return c == O2_SP || c == O2_WS; /* A6, no line break */
-        return p == O2_NL && c == O2_NL;                                /* A5 */
-    case ET_PRETOK_GPT2: /* (digits split off one by one: the caller refuses digit pieces) */
-        if (p == G2_L || p == G2_N) return c == p;
-        if (p == G2_AP || p == G2_P) return c == G2_AP || c == G2_P;
-        return (p == G2_SP || p == G2_WS) && (c == G2_SP || c == G2_WS); /* \s+(?!\S) to the end */
-    case ET_PRETOK_LLAMA3:
-        if (p == C_SP || p == C_WS) return c == C_SP || c == C_WS; /* \s+(?!\S), no line break */
-        if (p == C_NL) return c == C_NL;                            /* \s*[\r\n]+ */
-        break;
-    case ET_PRETOK_CL100K: /* \s++$ takes the run; the caller checked the piece is whitespace
-                              (a line break may end punctuation's possessive [\r\n]*) */
-        if (p == C_SP || p == C_WS || p == C_NL) return c == C_SP || c == C_WS || c == C_NL;
-        break;
-    default:
-        return 0;
+    size_t n0, n1 = 0;
+    if (m->pretok == ET_PRETOK_O200K) {
+        unsigned c0 = et_o2_cat(t, end, start, &n0);
+        unsigned c1 = start + n0 < end ? et_o2_cat(t, end, start + n0, &n1) : O2_END;
+        unsigned br = et_o2_branch[c0][c1];
+        return br <= O2B_PREFIXED ? PIECE_WORD
+               : br == O2B_PUNCT || br == O2B_SPACE_PUNCT ? PIECE_PUNCT
+               : br == O2B_SPACE ? PIECE_SPACE : PIECE_OTHER;
     }
-    if (p == C_L) return c == C_L;                                  /* \p{L}++ */
-    return (p == C_AP || p == C_P) && (c == C_AP || c == C_P);      /* punctuation run */
+    if (m->pretok == ET_PRETOK_GPT2) {
+        unsigned c0 = et_g2_cat(t, end, start, &n0);
+        unsigned c1 = start + n0 < end ? et_g2_cat(t, end, start + n0, &n1) : G2_END;
+        if (c0 == G2_SP && c1 != G2_END && c1 != G2_SP && c1 != G2_WS) c0 = c1; /* " ?" prefix */
+        return c0 == G2_L ? PIECE_WORD
+               : c0 == G2_AP || c0 == G2_P ? PIECE_PUNCT
+               : c0 == G2_SP || c0 == G2_WS ? PIECE_SPACE
+               : c0 == G2_N && m->pretok_param != 1 ? PIECE_DIGITS : PIECE_OTHER;
+    }
+    unsigned c0 = et_cl_cat(t, end, start, &n0);
+    unsigned c1 = start + n0 < end ? et_cl_cat(t, end, start + n0, &n1) : C_END;
+    switch (et_cl_branch[c0][c1]) {
+    case B_WORD: case B_PREFIXED: return PIECE_WORD;
+    case B_PUNCT: case B_SPACE_PUNCT: return PIECE_PUNCT;
+    case B_APOS: return c1 == C_L ? PIECE_WORD : PIECE_PUNCT; /* long: no contraction */
+    case B_SPACE: return PIECE_SPACE;
+    default: return PIECE_OTHER;
+    }
+}
+
+/* Whether the character classes of t[old_end..len) only continue the piece t[start..old_end)
+ * (of the given kind, its last character in class p) to the end of the text; tail: the
+ * punctuation piece is in its line-break tail ([\r\n/]* after o200k's run, [\r\n]* after
+ * cl100k's and Llama-3's), -1 when that is not known yet (o200k: it ends in '/'). */
+static int run_goes_on(const et_model *m, const uint8_t *t, size_t start, size_t old_end,
+                       size_t len, int kind, unsigned p, int tail)
+{
+    const uint32_t fam = m->pretok;
+    const int o2 = fam == ET_PRETOK_O200K, g2 = fam == ET_PRETOK_GPT2;
+    for (size_t i = old_end; i < len;) {
+        size_t n;
+        unsigned c = o2 ? et_o2_cat(t, len, i, &n) : g2 ? et_g2_cat(t, len, i, &n)
+                                                         : et_cl_cat(t, len, i, &n);
+        i += n;
+        if (kind == PIECE_DIGITS) {
+            if (c != G2_N) return 0;
+        } else if (kind == PIECE_WORD) {
+            if (o2 ? (p == O2_LU ? c != O2_LU : !((O2M_LO >> c) & 1u)) /* A2's Lu/Lt; A1's LO+ */
+                   : c != (g2 ? (unsigned)G2_L : (unsigned)C_L))       /* \p{L}+ */
+                return 0;
+        } else if (kind == PIECE_PUNCT) {
+            const int nl = o2 ? c == O2_NL : !g2 && c == C_NL;
+            const int punct = o2 ? (O2M_PUNCT >> c) & 1u
+                              : g2 ? (G2M_PUNCT >> c) & 1u : (M_PUNCT >> c) & 1u;
+            if (nl) {
+                tail = 1;
+            } else if (o2 && c == O2_SL) {
+                /* the run and the tail both take it */
+            } else if (punct) {
+                if (tail < 0) { /* o200k ending in '/': in the tail if a line break is before */
+                    size_t k = old_end;
+                    while (k > start && t[k - 1] == '/') k--;
+                    tail = k > start && (t[k - 1] == '\n' || t[k - 1] == '\r');
+                }
+                if (tail) return 0;
+            } else {
+                return 0;
+            }
+        } else { /* PIECE_SPACE */
+            if (fam == ET_PRETOK_CL100K || g2) { /* \s++$ takes the whole run */
+                if (!(g2 ? (G2M_SPACE >> c) & 1u : (M_SPACE >> c) & 1u)) return 0;
+            } else { /* o200k, Llama-3: \s*[\r\n]+ up to the last line break, \s+(?!\S) */
+                const int pnl = o2 ? p == O2_NL : p == C_NL, cnl = o2 ? c == O2_NL : c == C_NL;
+                const int csp = o2 ? c == O2_SP || c == O2_WS : c == C_SP || c == C_WS;
+                if (pnl ? !cnl : !csp) return 0;
+            }
+        }
+    }
+    return 1;
 }
 
 int et_piece_extends(const et_model *m, const char *text, size_t start, size_t old_end,
@@ -812,29 +871,29 @@ int et_piece_extends(const et_model *m, const char *text, size_t start, size_t o
         return 0;
     const uint32_t fam = m->pretok;
     unsigned p;
+    int tail = 0;
     if (fam == ET_PRETOK_O200K) p = et_o2_cat_before(t, old_end, old_end);
     else if (fam == ET_PRETOK_GPT2) p = et_g2_cat_before(t, old_end, old_end);
     else if (fam == ET_PRETOK_CL100K || fam == ET_PRETOK_LLAMA3) p = et_cl_cat_before(t, old_end, old_end);
     else return 0;
-    if (fam == ET_PRETOK_CL100K && (p == C_SP || p == C_WS || p == C_NL)) {
-        size_t n; /* only a whitespace piece takes more whitespace */
-        unsigned c0 = et_cl_cat(t, old_end, start, &n);
-        if (c0 != C_SP && c0 != C_WS && c0 != C_NL) return 0;
+    const int kind = piece_kind(m, t, start, old_end);
+    if (kind == PIECE_WORD) {
+        if (fam == ET_PRETOK_O200K) {
+            if (p != O2_LU && !((O2M_LO >> p) & 1u)) return 0;
+            for (size_t k = old_end - 8; k < old_end; k++)
+                if (t[k] == '\'') return 0; /* a word that may end in a contraction is complete */
+        } else if (p != (fam == ET_PRETOK_GPT2 ? (unsigned)G2_L : (unsigned)C_L)) {
+            return 0;
+        }
+    } else if (kind == PIECE_PUNCT) {
+        if (fam == ET_PRETOK_O200K) tail = p == O2_NL ? 1 : p == O2_SL ? -1 : 0;
+        else if (fam != ET_PRETOK_GPT2) tail = p == C_NL;
+    } else if (kind == PIECE_DIGITS) {
+        if (p != G2_N) return 0;
+    } else if (kind != PIECE_SPACE) {
+        return 0; /* digit groups: short pieces */
     }
-    if (fam == ET_PRETOK_GPT2 && m->pretok_param == 1 && p == G2_N)
-        return 0; /* digits split off one by one: a digit is a piece alone */
-    if (fam == ET_PRETOK_O200K)
-        for (size_t k = old_end - 8; k < old_end; k++)
-            if (t[k] == '\'') return 0; /* a word that may end in a contraction is complete */
-    for (size_t i = old_end; i < len;) {
-        size_t n;
-        unsigned c = fam == ET_PRETOK_O200K ? et_o2_cat(t, len, i, &n)
-                     : fam == ET_PRETOK_GPT2 ? et_g2_cat(t, len, i, &n)
-                                             : et_cl_cat(t, len, i, &n);
-        if (!run_goes_on(fam, p, c)) return 0;
-        i += n;
-    }
-    return 1;
+    return run_goes_on(m, t, start, old_end, len, kind, p, tail);
 }
 
 int et_run_extends(const et_model *m, const char *text, size_t from, size_t len, unsigned kind,
@@ -871,13 +930,13 @@ int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned fla
     if (!m || (!text && len) || (!ends && cap) || !n_out || !consumed || m->kind != ET_KIND_BPE)
         return ET_E_ARG;
     const uint8_t *t = (const uint8_t *)text;
-    size_t i = 0, n = 0, cut = 0, cut_n = 0;
+    size_t i = 0, prev = 0, n = 0, cut = 0, cut_n = 0;
     int rc = ET_OK;
     while (i < len) {
         size_t e = next_piece(m, t, len, i);
         if (!(flags & ET_FINAL)) {
             if (e == len) break;
-            if (i > 0 && stream_cut(m, t, len, i)) { /* as in run() */
+            if (i > 0 && stream_cut(m, t, len, prev, i)) { /* as in run() */
                 cut = i;
                 cut_n = n;
             }
@@ -887,6 +946,7 @@ int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned fla
             break;
         }
         ends[n++] = e;
+        prev = i;
         i = e;
     }
     *consumed = (flags & ET_FINAL) ? i : cut;

@@ -231,14 +231,28 @@ static inline int et_cl100k_safe_cut(const uint8_t *t, size_t len, size_t b)
     return c != C_NL || p == C_L || p == C_N;
 }
 
-/* A cut the streaming encoder may make at boundary b when text goes on past the character at
- * b (it never cuts before the last piece): the safe cuts, and also whitespace before b with
+/* Whether the piece t[prev..b) is punctuation ( ?[^\s\p{L}\p{N}]++[\r\n]*+): its run and its
+ * line breaks stop at the character at b whatever follows, so it ends at b. */
+static inline int et_cl_punct_piece(const uint8_t *t, size_t prev, size_t b)
+{
+    size_t n0, n1 = 0;
+    unsigned c0 = et_cl_cat(t, b, prev, &n0);
+    unsigned c1 = prev + n0 < b ? et_cl_cat(t, b, prev + n0, &n1) : C_END;
+    unsigned br = et_cl_branch[c0][c1];
+    return br == B_PUNCT || br == B_SPACE_PUNCT || (br == B_APOS && c1 != C_L);
+}
+
+/* A cut the streaming encoder may make at boundary b (the piece before it starts at prev)
+ * when text goes on past the character at b (it never cuts before the last piece): the safe
+ * cuts; after a punctuation piece (its line breaks too: " !\n" " !\n"); and whitespace before
+ * b with
  * none at b. A whitespace piece's extent depends on its run and the character after it, fixed
  * once that character is there; punctuation's line breaks stop at it too. (Not safe: the
  * text cut there ends in whitespace, which pieces differently.) */
-static inline int et_cl100k_stream_cut(const uint8_t *t, size_t len, size_t b)
+static inline int et_cl100k_stream_cut(const uint8_t *t, size_t len, size_t prev, size_t b)
 {
     if (et_cl100k_safe_cut(t, len, b)) return 1;
+    if (et_cl_punct_piece(t, prev, b)) return 1;
     if (et_cl_is_space(t, len, b)) return 0;
     unsigned p = et_cl_cat_before(t, len, b);
     return p == C_SP || p == C_NL || p == C_WS;

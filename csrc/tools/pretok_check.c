@@ -46,11 +46,11 @@ static int safe_cut(int fam, const uint8_t *t, size_t len, size_t b)
     }
 }
 
-static int stream_cut(int fam, const uint8_t *t, size_t len, size_t b)
+static int stream_cut(int fam, const uint8_t *t, size_t len, size_t prev, size_t b)
 {
     switch (fam) {
-    case F_CL100K: case F_LLAMA3: case F_QWEN2: return et_cl100k_stream_cut(t, len, b);
-    case F_O200K: return et_o200k_stream_cut(t, len, b);
+    case F_CL100K: case F_LLAMA3: case F_QWEN2: return et_cl100k_stream_cut(t, len, prev, b);
+    case F_O200K: return et_o200k_stream_cut(t, len, prev, b);
     default: return et_gpt2_stream_cut(t, len, b, fam == F_GPT2D);
     }
 }
@@ -113,7 +113,7 @@ static int print_pieces(int fam, const uint8_t *t, size_t len, int safe)
             return 1;
         }
         const char *mark = !safe || e >= len ? ""
-                           : safe_cut(fam, t, len, e) ? "*" : stream_cut(fam, t, len, e) ? "+" : "";
+                           : safe_cut(fam, t, len, e) ? "*" : stream_cut(fam, t, len, i, e) ? "+" : "";
         printf("%s%zu%s", sep, e, mark);
         sep = " ";
         i = e;
