@@ -247,9 +247,12 @@ class AppendCounter:
             if end - start < GROW_MIN:
                 return None
             for kind in RUNS:
-                # an upper-case run may start with one prefix character (a space, punctuation)
-                lead = 1 if rest[start] < 0x80 else 2 if rest[start] < 0xE0 else 3 if rest[start] < 0xF0 else 4
-                for run_from in (start, start + lead) if kind == RUNS[1] else (start,):
+                # an upper-case run may follow one prefix character ([^\r\n\p{L}\p{N}]; an
+                # ASCII space or punctuation here: a letter there starts another kind of
+                # word, "x\u4e9a\u6d32" + "AV" is "x\u4e9a\u6d32" "AV", found in review)
+                b = rest[start]
+                prefixed = b < 0x80 and not (chr(b).isalnum() or b in b"\r\n")
+                for run_from in (start, start + 1) if kind == RUNS[1] and prefixed else (start,):
                     at = self._model.run_extends(rest, run_from, end, kind)
                     if at < 0:
                         continue

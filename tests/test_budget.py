@@ -317,6 +317,10 @@ def test_run_extends_matches_the_pattern(family_models, head, prefix, run, fam):
     ("o200k_base", ["a" * 70 + "'s", "tion"]),
     ("o200k_base", ["IT" * 35 + "'S", "T", "T"]),
     ("o200k_base", ["a" * 70 + "'ll", "l", "x"]),
+    # an upper-case run after a word that began with a lower-case letter is not that word's
+    # prefix: "x\u4e9a\u6d32" "AVV..." then Lm is still two pieces (found in review: 35 vs 36)
+    ("o200k_base", ["x\u4e9a\u6d32" + "AV" + "V" * 62, "\u02b0", "B", "\u4e2d"]),
+    ("o200k_base", [" \u4e9a\u6d32" + "AV" + "V" * 62, "\u02b0", "B"]),
 ])
 def test_append_counter_closed_pieces(name, pieces):  # type: ignore[no-untyped-def]
     import edgetok
