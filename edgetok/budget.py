@@ -256,6 +256,15 @@ class AppendCounter:
                     at = self._model.run_extends(rest, run_from, end, kind)
                     if at < 0:
                         continue
+                    if kind == RUNS[1] and run_from == start and start > 0:
+                        # the upper-case run must begin here: a piece before it that ends in
+                        # it ("\uff0c\u4e9a\u6d32" "AV...", found in review) would merge with
+                        # it once a Lm/Lo letter or mark comes
+                        k = start - 1
+                        while k > 0 and start - k < 4 and rest[k] & 0xC0 == 0x80:
+                            k -= 1
+                        if self._model.run_extends(rest, k, start, kind) >= 0:
+                            continue
                     split = at if at > run_from else start
                     want = [split, end] if start < split < end else [end]
                     if list(ends[first:]) != want:

@@ -321,6 +321,10 @@ def test_run_extends_matches_the_pattern(family_models, head, prefix, run, fam):
     # prefix: "x\u4e9a\u6d32" "AVV..." then Lm is still two pieces (found in review: 35 vs 36)
     ("o200k_base", ["x\u4e9a\u6d32" + "AV" + "V" * 62, "\u02b0", "B", "\u4e2d"]),
     ("o200k_base", [" \u4e9a\u6d32" + "AV" + "V" * 62, "\u02b0", "B"]),
+    # ... nor after a piece that ends inside it: "\uff0c\u4e9a\u6d32" "AVV...", then Lm makes
+    # one piece (review: 36 vs 35)
+    ("o200k_base", ["\uff0c\u4e9a\u6d32AV" + "V" * 62, "\u02b0"]),
+    ("o200k_base", ["\u3000\u02b0" + "\u01c5" * 70, "\u4e2d\u4e2d\u4e2d"]),
 ])
 def test_append_counter_closed_pieces(name, pieces):  # type: ignore[no-untyped-def]
     import edgetok

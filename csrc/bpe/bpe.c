@@ -869,6 +869,7 @@ int et_piece_extends(const et_model *m, const char *text, size_t start, size_t o
     if (!m || !t || m->kind != ET_KIND_BPE || start > old_end || old_end - start < 16 ||
         len <= old_end)
         return 0;
+    if ((t[old_end] & 0xC0u) == 0x80u) return 0; /* may complete a character cut at old_end */
     const uint32_t fam = m->pretok;
     unsigned p;
     int tail = 0;
