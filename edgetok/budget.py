@@ -250,9 +250,8 @@ class AppendCounter:
                 # an upper-case run may follow one prefix character ([^\r\n\p{L}\p{N}]; an
                 # ASCII space or punctuation here: a letter there starts another kind of
                 # word, "x\u4e9a\u6d32" + "AV" is "x\u4e9a\u6d32" "AV", found in review)
-                b = rest[start]
-                prefixed = b < 0x80 and not (chr(b).isalnum() or b in b"\r\n")
-                for run_from in (start, start + 1) if kind == RUNS[1] and prefixed else (start,):
+                lead = _prefix_len(rest, start) if kind == RUNS[1] else 0
+                for run_from in (start, start + lead) if lead else (start,):
                     at = self._model.run_extends(rest, run_from, end, kind)
                     if at < 0:
                         continue
@@ -275,6 +274,23 @@ class AppendCounter:
                     before = tail - run.count_at(split - start) - tail_count
                     return kind, start, split, before, run, after
         return None
+
+
+def _prefix_len(data: bytes, at: int) -> int:
+    """The byte length of the character at data[at] if it is surely o200k's word prefix
+    [^\r\n\p{L}\p{N}]: ASCII space or punctuation, or a punctuation, symbol or separator
+    character (Unicode categories P*, S*, Z*, which never become letters or digits); else 0."""
+    b = data[at]
+    if b < 0x80:
+        return 0 if chr(b).isalnum() or b in b"\r\n" else 1
+    n = 2 if b < 0xE0 else 3 if b < 0xF0 else 4
+    try:
+        ch = data[at:at + n].decode("utf-8")
+    except UnicodeDecodeError:
+        return 0
+    import unicodedata
+
+    return n if len(ch) == 1 and unicodedata.category(ch)[0] in "PSZ" else 0
 
 
 def _complete(buf: bytes) -> int:

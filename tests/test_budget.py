@@ -189,7 +189,9 @@ RUNS = ["x" + "a" * 300 + "B" * 120 + "b" * 90 + "\u00e9" * 70 + " " * 150 + "\n
         "\n " * 150 + " \n\n  " * 30 + "\u3000\r\n" * 30 + "x" + "\u4e2dA" * 100 + "!"
         + " \u4e2dA\u4e2dAA" * 10 + "\u0301A" * 40 + "AB" * 40 + "\u4e2d" + "c" * 70 + ".\n"
         # o200k: "a'" with no contraction after it; letters and combining marks in one piece
-        + "a'" * 80 + "a's" + "b'l" * 20 + "x'll" + "a\u0301" * 60 + "\u4e2d\u0301" * 20 + "."]
+        + "a'" * 80 + "a's" + "b'l" * 20 + "x'll" + "a\u0301" * 60 + "\u4e2d\u0301" * 20 + "."
+        # an upper-case run after non-ASCII punctuation (its prefix) and after a letter
+        + "\uff0c" + "\u4e2dA" * 40 + "\u3000" + "\u02b0B" * 40 + "x\u4e2d" + "AB" * 40 + "!"]
 FAMILIES = ["cl100k_base", "o200k_base", "r50k_base"]
 
 
