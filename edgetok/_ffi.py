@@ -466,7 +466,7 @@ class GrowingPiece:
             ffi.release(src)
         check(rc, "append")
         self.length = n
-        return int(self._cnt[n - 1]) if n else 0
+        return self.count_at(n)
 
     def count_at(self, n: int) -> int:
         """Token count of the piece's first n bytes (n <= length)."""

@@ -782,16 +782,14 @@ enum { PIECE_OTHER, PIECE_WORD, PIECE_PUNCT, PIECE_SPACE, PIECE_DIGITS };
 
 static int piece_kind(const et_model *m, const uint8_t *t, size_t start, size_t end)
 {
-    size_t n0, n1 = 0;
     if (m->pretok == ET_PRETOK_O200K) {
-        unsigned c0 = et_o2_cat(t, end, start, &n0);
-        unsigned c1 = start + n0 < end ? et_o2_cat(t, end, start + n0, &n1) : O2_END;
-        unsigned br = et_o2_branch[c0][c1];
+        unsigned br = et_o2_piece_branch(t, start, end);
         return br <= O2B_PREFIXED ? PIECE_WORD
                : br == O2B_PUNCT || br == O2B_SPACE_PUNCT ? PIECE_PUNCT
                : br == O2B_SPACE ? PIECE_SPACE : PIECE_OTHER;
     }
     if (m->pretok == ET_PRETOK_GPT2) {
+        size_t n0, n1 = 0;
         unsigned c0 = et_g2_cat(t, end, start, &n0);
         unsigned c1 = start + n0 < end ? et_g2_cat(t, end, start + n0, &n1) : G2_END;
         if (c0 == G2_SP && c1 != G2_END && c1 != G2_SP && c1 != G2_WS) c0 = c1; /* " ?" prefix */
@@ -800,9 +798,8 @@ static int piece_kind(const et_model *m, const uint8_t *t, size_t start, size_t 
                : c0 == G2_SP || c0 == G2_WS ? PIECE_SPACE
                : c0 == G2_N && m->pretok_param != 1 ? PIECE_DIGITS : PIECE_OTHER;
     }
-    unsigned c0 = et_cl_cat(t, end, start, &n0);
-    unsigned c1 = start + n0 < end ? et_cl_cat(t, end, start + n0, &n1) : C_END;
-    switch (et_cl_branch[c0][c1]) {
+    unsigned c1;
+    switch (et_cl_piece_branch(t, start, end, &c1)) {
     case B_WORD: case B_PREFIXED: return PIECE_WORD;
     case B_PUNCT: case B_SPACE_PUNCT: return PIECE_PUNCT;
     case B_APOS: return c1 == C_L ? PIECE_WORD : PIECE_PUNCT; /* long: no contraction */

@@ -231,14 +231,23 @@ static inline int et_cl100k_safe_cut(const uint8_t *t, size_t len, size_t b)
     return c != C_NL || p == C_L || p == C_N;
 }
 
+/* The branch that scans the piece t[start..end) (start < end), from its first two characters
+ * (a one-character piece read as if the text ended there: the same kind of piece); c1: the
+ * category of the second. */
+static inline unsigned et_cl_piece_branch(const uint8_t *t, size_t start, size_t end,
+                                          unsigned *c1)
+{
+    size_t n0, n1 = 0;
+    unsigned c0 = et_cl_cat(t, end, start, &n0);
+    *c1 = start + n0 < end ? et_cl_cat(t, end, start + n0, &n1) : C_END;
+    return et_cl_branch[c0][*c1];
+}
+
 /* Whether the piece t[prev..b) is punctuation ( ?[^\s\p{L}\p{N}]++[\r\n]*+): its run and its
  * line breaks stop at the character at b whatever follows, so it ends at b. */
 static inline int et_cl_punct_piece(const uint8_t *t, size_t prev, size_t b)
 {
-    size_t n0, n1 = 0;
-    unsigned c0 = et_cl_cat(t, b, prev, &n0);
-    unsigned c1 = prev + n0 < b ? et_cl_cat(t, b, prev + n0, &n1) : C_END;
-    unsigned br = et_cl_branch[c0][c1];
+    unsigned c1, br = et_cl_piece_branch(t, prev, b, &c1);
     return br == B_PUNCT || br == B_SPACE_PUNCT || (br == B_APOS && c1 != C_L);
 }
 

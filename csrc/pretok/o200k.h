@@ -320,14 +320,20 @@ static inline int et_o2_partial(const uint8_t *t, size_t len, size_t k)
     return t[k] >= 0x80u && len - k < 4 && et_o2_cat(t, len, k, &n) == O2_P && n == 1;
 }
 
-/* Whether the piece t[prev..b) is a word that ended in its contraction ("x's", "A'LL"; not
- * "'s", whose apostrophe is the word's prefix): it ends at b whatever follows. */
-static inline int et_o2_took_contraction(const uint8_t *t, size_t len, size_t prev, size_t b)
+/* The branch that scans the piece t[start..end) (start < end): from its first two characters,
+ * as et_o200k_next chose it (a one-character piece is read as if the text ended there, which
+ * gives the same kind of piece). */
+static inline unsigned et_o2_piece_branch(const uint8_t *t, size_t start, size_t end)
 {
     size_t n0, n1 = 0;
-    unsigned c0 = et_o2_cat(t, len, prev, &n0);
-    unsigned c1 = prev + n0 < b ? et_o2_cat(t, len, prev + n0, &n1) : O2_END;
-    if (et_o2_branch[c0][c1] > O2B_PREFIXED) return 0; /* not a word */
+    unsigned c0 = et_o2_cat(t, end, start, &n0);
+    return et_o2_branch[c0][start + n0 < end ? et_o2_cat(t, end, start + n0, &n1) : O2_END];
+}
+
+/* Whether the word piece t[prev..b) ended in its contraction ("x's", "A'LL"; not "'s", whose
+ * apostrophe is the word's prefix): it ends at b whatever follows. */
+static inline int et_o2_took_contraction(const uint8_t *t, size_t len, size_t prev, size_t b)
+{
     for (size_t a = b >= 6 ? b - 6 : 0; a + 1 < b; a++) /* a contraction is at most 6 bytes */
         if (a > prev && t[a] == '\'' && et_o2_contraction(t, len, a) == b) return 1;
     return 0;
@@ -350,9 +356,7 @@ static inline int et_o200k_stream_cut(const uint8_t *t, size_t len, size_t prev,
     if (b == 0 || b >= len) return 0;
     unsigned c = et_o2_cat(t, len, b, &n);
     if (c == O2_P && t[b] >= 0x80u && n == 1 && len - b < 4) return 0;
-    size_t w0, w1 = 0; /* the piece before b: its branch */
-    unsigned c0 = et_o2_cat(t, b, prev, &w0);
-    unsigned br = et_o2_branch[c0][prev + w0 < b ? et_o2_cat(t, b, prev + w0, &w1) : O2_END];
+    const unsigned br = et_o2_piece_branch(t, prev, b); /* the piece before b */
     if (br == O2B_PUNCT || br == O2B_SPACE_PUNCT) return 1; /* stops at b whatever follows */
     /* a word ends where its run does; only an apostrophe (a contraction) or an upper-case
      * letter (after a Lm/Lo letter or mark: the run may be upper case) can move that */
@@ -362,12 +366,12 @@ static inline int et_o200k_stream_cut(const uint8_t *t, size_t len, size_t prev,
     if ((O2M_SPACE >> p) & 1u) return 1;
     if (c == O2_LU && (p == O2_LB || p == O2_MK) && br <= O2B_PREFIXED) {
         /* a word whose LO+ began at a lower-case letter ends where the LO run does */
-        for (size_t k = prev; k < b; k += w0)
-            if (et_o2_cat(t, b, k, &w0) == O2_LL) return 1;
+        for (size_t k = prev, w; k < b; k += w)
+            if (et_o2_cat(t, b, k, &w) == O2_LL) return 1;
         return 0;
     }
     if (c != O2_AP || p > O2_MK) return 0; /* the apostrophe rule: p is LU, LL, LB or MK */
-    if (et_o2_took_contraction(t, len, prev, b)) return 1; /* the word before took its one */
+    if (br <= O2B_PREFIXED && et_o2_took_contraction(t, len, prev, b)) return 1;
     /* (?i:'s|'t|'re|'ve|'m|'ll|'d) needs up to two characters after the apostrophe: each one
      * it looks at must be complete, and no contraction found */
     size_t j = b + 1, n1 = 0;
