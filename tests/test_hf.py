@@ -294,6 +294,28 @@ def test_gguf_sentencepiece_generated(spm_pairs, text):  # type: ignore[no-untyp
         assert enc.encode(text) == sp.encode(text)
 
 
+# Words whose best path may change with the score it starts from (long runs of one mark,
+# where sentencepiece's single-precision sums decide between near-equal splits), beside plain
+# ones: edgetok remembers a word's path only where it is certain to be the same from any start.
+RUNS = st.builds(lambda c, n: c * n, st.sampled_from(["-", "=", ".", "_", "*", "~", "ab", "0"]),
+                 st.integers(1, 60))
+WORDS = st.one_of(RUNS, st.sampled_from(["the", "available", "presentation", "Meaning", "|",
+                                         "+-----------+", "Binary", "über", "Straße", "日本語"]))
+
+
+@given(st.lists(WORDS, min_size=1, max_size=20), st.integers(0, 150000))
+@settings(max_examples=40, deadline=None)
+def test_word_cache_any_start_score(spm_pairs, corpora, words, offset):  # type: ignore[no-untyped-def]
+    """Words first met at the start of a text, then after `offset` characters of real text
+    (Viterbi scores from 0 to past -100000, where sentencepiece rebases them), and again."""
+    enc, sp = spm_pairs[XLMR]
+    tail = " ".join(words)
+    assert enc.encode(tail) == sp.encode(tail)
+    text = " ".join("".join(corpora.values())[:offset].split()) + " " + tail
+    assert enc.encode(text) == sp.encode(text)
+    assert enc.encode(text + " " + tail) == sp.encode(text + " " + tail)
+
+
 def test_model_cache(vocab, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
     # a source file is compiled once, then mmapped from the cache; a changed file recompiles
     import shutil

@@ -21,6 +21,8 @@ MODELS = [
     ("user_symbols_cf", 800, {"user_defined_symbols": ["<sep>", "edgetok", "\u2581New"],
                               "normalization_rule_name": "nmt_nfkc_cf", "byte_fallback": True}),
     ("ws_suffix", 600, {"treat_whitespace_as_suffix": True}),
+    # pieces across spaces ("of▁the"): no word-by-word Viterbi, no word cache
+    ("phrases", 2000, {"split_by_whitespace": False}),
     # SentencePiece BPE (Llama-2, Mistral): merges by piece score over the same normaliser
     ("bpe_bytes", 1000, {"model_type": "bpe", "byte_fallback": True}),
     ("bpe_unk", 2000, {"model_type": "bpe", "character_coverage": 0.9995}),
@@ -57,6 +59,18 @@ def test_real_text(trained, corpora, name):  # type: ignore[no-untyped-def]
         assert enc.decode(ids) == sp.decode(ids)
     line = corpora["english"][:200]
     assert enc.encode(line, add_bos=True, add_eos=True) == sp.encode(line, add_bos=True, add_eos=True)
+
+
+def test_pieces_across_words(trained, corpora):  # type: ignore[no-untyped-def]
+    """Where pieces span words, the Viterbi must run over whole sentences, not word by word."""
+    sp, enc = trained["phrases"]
+    inner = [p for p in (sp.id_to_piece(i) for i in range(sp.get_piece_size()))
+             if "\u2581" in p.lstrip("\u2581")]
+    assert len(inner) > 50, inner
+    lines = corpora["english"][:100000].splitlines()
+    ids = sp.encode(lines)
+    assert [enc.encode(line) for line in lines] == ids
+    assert any(sp.id_to_piece(i) in inner for line in ids for i in line)
 
 
 @given(st.one_of(texts, any_text, st.text(st.sampled_from(" \t\n\u3000\u00a0abcÀﬁ①ｶﾞ<sep>edgetok"), max_size=40)))

@@ -121,6 +121,11 @@ et_ws *et_ws_init(const et_model *m, void *mem, size_t size)
 }
 
 size_t et_ws_need(const et_ws *ws) { return ws->need; }
+void *et_ws_cache(et_ws *ws, size_t *bytes)
+{
+    *bytes = PIECE_CACHE * sizeof(struct piece_slot);
+    return ws->m->kind == ET_KIND_UNIGRAM ? ws->pieces : NULL; /* BPE models: the piece cache */
+}
 void *et_ws_mem(et_ws *ws) { return ws->mem; }
 size_t et_ws_bytes(const et_ws *ws) { return WS_PER_BYTE * (ws->cap + 1); }
 void et_ws_set_need(et_ws *ws, size_t need) { ws->need = need; }

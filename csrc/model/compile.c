@@ -348,13 +348,13 @@ int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const
         goto out;
     }
     toff[0] = soff[0] = 0;
-    int words = (flags & ET_SP_BPE) && (flags & ET_SP_ESCAPE_WS) && !(flags & ET_SP_WS_SUFFIX);
+    int words = (flags & ET_SP_ESCAPE_WS) && !(flags & ET_SP_WS_SUFFIX);
     for (uint32_t i = 0; i < n; i++) {
         uint32_t l = off[i + 1] - off[i];
         if (off[i + 1] < off[i] || l == 0) { rc = ET_E_VOCAB; break; }
         int t = types[i];
         if (t == ET_SP_USER_DEFINED) up.flags |= ET_SP_HAS_USER;
-        if (t == ET_SP_UNUSED) words = 0;
+        if (t == ET_SP_UNUSED && (flags & ET_SP_BPE)) words = 0;
         if (words && (t == ET_SP_NORMAL || t == ET_SP_USER_DEFINED)) {
             const uint8_t *p = (const uint8_t *)bytes + off[i];
             uint32_t k = 0;
@@ -384,7 +384,7 @@ int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const
             }
         }
     }
-    if (words) up.flags |= ET_SP_WORDS;
+    if (words && ((flags & ET_SP_BPE) || !(up.flags & ET_SP_HAS_USER))) up.flags |= ET_SP_WORDS;
     /* Unigram: SCORES holds what a piece adds to a Viterbi path (see model.h) */
     float *vs = NULL;
     if (rc == ET_OK && !(flags & ET_SP_BPE)) {

@@ -66,9 +66,10 @@ enum { ET_SP_NORMAL = 1, ET_SP_UNKNOWN = 2, ET_SP_CONTROL = 3, ET_SP_USER_DEFINE
 #define ET_SP_WS_SUFFIX 16u
 #define ET_SP_HAS_USER 32u /* set by the compiler: some pieces are user-defined */
 #define ET_SP_BPE 64u      /* a SentencePiece BPE model: merges by score, not Viterbi */
-#define ET_SP_WORDS 128u   /* set by the compiler for BPE models where U+2581 only leads pieces
-                              (a run of them, then none) and none is unused: merges stay
-                              within words */
+#define ET_SP_WORDS 128u   /* set by the compiler where U+2581 only leads pieces (a run of them,
+                              then none; over normal and user-defined pieces, and for BPE
+                              models, unused ones, which must not exist): no piece crosses the
+                              start of a word. Unigram models have no user-defined pieces. */
 
 typedef struct {
     uint32_t unk_id, flags;
@@ -187,6 +188,9 @@ int et_bpe_tables(const struct et_model *m, uint32_t *split, uint32_t *prefix, u
 void *et_ws_mem(struct et_ws *ws);
 size_t et_ws_bytes(const struct et_ws *ws);
 void et_ws_set_need(struct et_ws *ws, size_t need);
+/* Unigram models: the workspace's cache memory (64-byte aligned, zeroed by et_ws_init, kept
+ * between calls) and its size in bytes; NULL for BPE models, whose piece cache it is. */
+void *et_ws_cache(struct et_ws *ws, size_t *bytes);
 
 /* Whether a key of the precompiled charsmap cm[0..size) is the byte b alone or starts with b
  * and then an ASCII byte (else no rule applies at b when an ASCII byte or the end follows). */

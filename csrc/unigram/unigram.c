@@ -7,16 +7,15 @@
  *    passes (an invalid byte becomes U+FFFD). Extra whitespace is removed (leading, trailing,
  *    repeated), spaces become U+2581, and a dummy U+2581 prefix (or suffix) is added, as the
  *    model's flags say.
- * 2. Viterbi over the normalised bytes, as sentencepiece's EncodeOptimized: at each character
- *    start, walk the piece trie; each piece ending at k offers best[start] + score (user-defined
- *    pieces: 0.1 * (bytes - 1); unused pieces: skipped); if no piece covers exactly the next
- *    character, the unknown piece does, at min_score - 10. Scores add in single precision and
- *    are rebased past +-100000, as there (sentencepiece 0.2.3). Ties keep the earlier one.
+ * 2. Viterbi over the normalised bytes, as sentencepiece's EncodeOptimized (viterbi_word),
+ *    word by word where no piece crosses a word's start, with a per-workspace cache of the
+ *    words whose best path is certain whatever score they start from (cached_word).
  * 3. Unknown pieces become their bytes' <0xNN> pieces when the model has byte fallback;
  *    without it, a run of unknown pieces is one <unk>.
  * SentencePiece BPE models (ET_SP_BPE) share steps 1 and 3; step 2 is the merge loop below.
  * All arrays live in the caller's workspace; nothing is allocated.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -275,7 +274,8 @@ static size_t one_char_len(const uint8_t *s, size_t len)
 }
 
 typedef struct {
-    float score;
+    float score;  /* the best path's score to here (-inf: none yet) */
+    float second; /* the best other candidate's (a path that lost here), or -inf */
     uint32_t start, id;
 } path_node;
 
@@ -523,6 +523,224 @@ static int need_workspace(struct et_ws *ws, uint64_t bytes)
     return ET_E_WORKSPACE;
 }
 
+/* ---- Unigram Viterbi, word by word -----------------------------------------------------
+ * With ET_SP_WORDS no piece crosses the start of a word (U+2581 after another character), so
+ * the best path through the text is the best path through each word in turn, each from the
+ * score the path reached at the word's start.
+ *
+ * A word's path is also remembered, per workspace, and reused when the word comes again, but
+ * only where it is certain to be the path the full Viterbi would find there: scores are float
+ * sums, and a candidate that loses by a hair from one starting score could win from another.
+ * Each score in a word of C bytes (no fewer than the steps of any path through it) is within
+ * C rounding steps of its exact value (a step:
+ * half a unit in the last place at the largest magnitude the sums reach, M = |start| + C *
+ * the largest piece score magnitude, so at most M * 2^-24), and a decision's computed margin
+ * is within 2C steps of the exact one. The slot keeps cert, the exact margin's lower bound
+ * (the smallest computed margin on the path, less 2C steps at the starting score then); a
+ * later start may use the path when cert > 2C steps at its own score. Words where a rebase
+ * (below) could happen, or with unknown pieces, are not remembered. */
+#define WORD_KEY 24u
+#define WORD_IDS 8u
+typedef struct {
+    uint64_t key[3]; /* the word's bytes, zero-padded */
+    uint32_t info;   /* length | id count << 8; 0: empty */
+    float cert;      /* a lower bound on the exact margin of each decision on the path */
+    uint32_t ids[WORD_IDS];
+} word_slot;
+
+typedef struct {
+    const et_model *m;
+    const uint8_t *s;
+    size_t n;
+    path_node *best;
+    uint32_t *back;
+    float here;         /* the best path's score at the current word's start */
+    double step;        /* the largest |score| a piece (or <unk>) adds */
+    word_slot *cache;   /* NULL: no word cache */
+    size_t cache_mask;
+} viterbi;
+
+/* The start of the word after the one at j: the next U+2581 that follows another character,
+ * or n. */
+static size_t next_word(const uint8_t *s, size_t n, size_t j)
+{
+    for (size_t p = j + 1; p + 3 <= n; p++)
+        if (s[p] == 0xE2 && s[p + 1] == 0x96 && s[p + 2] == 0x81 &&
+            !(p >= 3 && memcmp(s + p - 3, SPACE_SYMBOL, 3) == 0))
+            return p;
+    return n;
+}
+
+static double magnitude(float x) { return x < 0 ? -(double)x : (double)x; }
+
+/* An upper bound on rounding steps in a word of c bytes from start score h: M * 2^-23 (twice
+ * the bound above, for slack), or +inf where a rebase could happen inside the word. */
+static double round_step(const viterbi *v, float h, size_t c)
+{
+    const double mag = magnitude(h) + (double)c * v->step + 1.0;
+    return mag < SCORE_RESET ? mag * 0x1p-23 : INFINITY;
+}
+
+/* The first slot of the word's set of two. */
+static word_slot *word_slot_of(const viterbi *v, const uint64_t key[3], size_t len)
+{
+    uint64_t h = key[0] * 0x9E3779B97F4A7C15ull ^ key[1] * 0xC2B2AE3D27D4EB4Full ^
+                 key[2] * 0x165667B19E3779F9ull ^ len;
+    h ^= h >> 31;
+    h *= 0xD6E8FEB86659FD93ull;
+    return &v->cache[(h >> 32) & v->cache_mask & ~(size_t)1];
+}
+
+static inline int slot_holds(const word_slot *w, const uint64_t key[3], size_t len)
+{
+    return (w->info & 0xFFu) == len && w->key[0] == key[0] && w->key[1] == key[1] &&
+           w->key[2] == key[2];
+}
+
+/* The word's key: its bytes, zero-padded to WORD_KEY (len <= WORD_KEY). */
+static void word_key(const uint8_t *p, size_t len, size_t room, uint64_t key[3])
+{
+    static const uint8_t ones[2 * WORD_KEY] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+                                               0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+                                               0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+    if (room >= WORD_KEY) { /* whole words of text, then the bytes past len masked off */
+        uint64_t mask[3];
+        memcpy(key, p, WORD_KEY);
+        memcpy(mask, ones + WORD_KEY - len, WORD_KEY);
+        key[0] &= mask[0], key[1] &= mask[1], key[2] &= mask[2];
+    } else {
+        key[0] = key[1] = key[2] = 0;
+        memcpy(key, p, len);
+    }
+}
+
+/* The word s[j..j2) from the cache: ET_OK (emitted, v->here moved to its end), ET_E_FULL, or
+ * -1 when the cache cannot answer. */
+static int cached_word(viterbi *v, emitter *e, size_t j, size_t j2)
+{
+    const size_t len = j2 - j;
+    if (!v->cache || len > WORD_KEY) return -1;
+    uint64_t key[3];
+    word_key(v->s + j, len, v->n - j, key);
+    const word_slot *w = word_slot_of(v, key, len); /* a set of two: the newer first */
+    if (!slot_holds(w, key, len) && !slot_holds(++w, key, len)) return -1;
+    if (!((double)w->cert > 2.0 * (double)len * round_step(v, v->here, len))) return -1;
+    float h = v->here;
+    const uint32_t k = w->info >> 8;
+    for (uint32_t i = 0; i < k; i++) {
+        const uint32_t id = w->ids[i];
+        h += v->m->scores[id]; /* the same float sums as the Viterbi below */
+        if (!emit(e, 0, 0, id)) return ET_E_FULL;
+    }
+    v->here = h;
+    return ET_OK;
+}
+
+/* What an unknown piece adds to a path. */
+static float unk_score(const et_model *m) { return m->up.min_score - UNK_PENALTY; }
+
+/* Offers node tn a path with score cand from start (a NaN never wins). */
+static inline void offer(path_node *tn, float cand, uint32_t start, uint32_t id)
+{
+    if (cand > tn->score) {
+        *tn = (path_node){cand, tn->score, start, id};
+    } else if (cand > tn->second) {
+        tn->second = cand;
+    }
+}
+
+/* Viterbi over the word s[j..j2) from score v->here at j, as sentencepiece's EncodeOptimized:
+ * at each character start, walk the piece trie; each piece ending at k offers best[start] +
+ * score (unused pieces: NaN, never taken); if no piece covers exactly the next character, the
+ * unknown piece does, at min_score - 10. Scores add in single precision and are rebased past
+ * +-100000, as there (sentencepiece 0.2.3). Ties keep the earlier one. Then the path is
+ * emitted, remembered if it can be, and v->here moves to j2. */
+static int viterbi_word(viterbi *v, emitter *e, size_t j, size_t j2)
+{
+    const et_model *m = v->m;
+    const uint8_t *s = v->s;
+    path_node *best = v->best;
+    const uint32_t *cells = m->cells, n_cells = m->n_cells;
+    const float unk = unk_score(m);
+    const size_t reach = m->max_token_len > 4 ? m->max_token_len : 4; /* the longest step */
+    for (size_t k = j; k <= j2; k++) best[k] = (path_node){-INFINITY, -INFINITY, ET_NONE, ET_NONE};
+    best[j].score = v->here;
+    for (size_t at = j; at < j2;) {
+        float here = best[at].score;
+        if (here < -SCORE_RESET || here > SCORE_RESET) {
+            /* rebase the scores a path has reached (the others are -inf and stay so), so that
+             * float sums keep their precision over long texts: the same roundings as there */
+            const size_t end = j2 - at < reach ? j2 : at + reach;
+            for (size_t i = at; i <= end; i++) best[i].score -= here;
+            here = 0.0f;
+        }
+        const size_t mblen = one_char_len(s + at, j2 - at);
+        /* the first character: whether a piece covers exactly it, else <unk> does */
+        uint32_t st = 0;
+        size_t k = at;
+        for (; k < at + mblen && st != ET_NONE; k++) {
+            const uint32_t t = cells[ET_UNI_CELL * (size_t)st] + s[k];
+            st = t < n_cells && cells[ET_UNI_CELL * (size_t)t + 1] == st ? t : ET_NONE;
+        }
+        float score = NAN;
+        if (st != ET_NONE) memcpy(&score, &cells[ET_UNI_CELL * (size_t)st + 3], 4);
+        if (score == score)
+            offer(&best[at + mblen], score + here, (uint32_t)at, cells[ET_UNI_CELL * (size_t)st + 2]);
+        else
+            offer(&best[at + mblen], unk + here, (uint32_t)at, m->up.unk_id);
+        /* then the longer pieces */
+        for (; st != ET_NONE && k < j2; k++) {
+            const uint32_t t = cells[ET_UNI_CELL * (size_t)st] + s[k];
+            if (t >= n_cells || cells[ET_UNI_CELL * (size_t)t + 1] != st) break;
+            st = t;
+            memcpy(&score, &cells[ET_UNI_CELL * (size_t)t + 3], 4);
+            offer(&best[k + 1], score + here, (uint32_t)at, cells[ET_UNI_CELL * (size_t)t + 2]);
+        }
+        at += mblen;
+    }
+    /* backtrace from the word's end, then emit in order (unknowns as bytes with byte
+     * fallback) */
+    size_t k = 0, pos = j2;
+    double margin = INFINITY;
+    int has_unk = 0;
+    while (pos > j) {
+        const path_node *b = &best[pos];
+        if (b->start < j || b->start >= pos || b->id >= m->n_vocab) return ET_E_FORMAT;
+        const double d = (double)b->score - (double)b->second;
+        if (d < margin) margin = d;
+        has_unk |= b->id == m->up.unk_id;
+        v->back[k++] = (uint32_t)pos;
+        pos = b->start;
+    }
+    for (size_t i = k; i > 0; i--) {
+        const uint32_t end = v->back[i - 1];
+        if (!emit(e, best[end].start, end, best[end].id)) return ET_E_FULL;
+    }
+    const size_t len = j2 - j;
+    if (v->cache && !has_unk && k <= WORD_IDS && len <= WORD_KEY) {
+        const double cert = margin * (1.0 - 0x1p-40) - 2.0 * (double)len * round_step(v, v->here, len);
+        if (cert > 0) { /* (a rebase possible inside the word: -inf) */
+            uint64_t key[3];
+            word_key(s + j, len, v->n - j, key);
+            word_slot *w = word_slot_of(v, key, len);
+            w[1] = w[0]; /* the older one goes */
+            memcpy(w->key, key, sizeof key);
+            w->info = (uint32_t)len | (uint32_t)k << 8;
+            float c = cert < 3.0e38 ? (float)cert : 3.0e38f;
+            if ((double)c > cert) { /* rounded up: the next float down (c > 0) */
+                uint32_t bits;
+                memcpy(&bits, &c, 4);
+                bits--;
+                memcpy(&c, &bits, 4);
+            }
+            w->cert = c;
+            for (size_t i = 0; i < k; i++) w->ids[i] = best[v->back[k - 1 - i]].id;
+        }
+    }
+    v->here = best[j2].score;
+    return ET_OK;
+}
+
 int et_unigram_run(struct et_ws *ws, const et_model *m, const uint8_t *text, size_t len,
                    uint32_t *out, size_t cap, size_t *n_out)
 {
@@ -559,55 +777,27 @@ int et_unigram_run(struct et_ws *ws, const et_model *m, const uint8_t *text, siz
     if (bpe) return sp_bpe_run(m, s, n, mem + at8, out, cap, n_out);
     path_node *best = (path_node *)(void *)(mem + at8);
     uint32_t *back = (uint32_t *)(void *)(best + ncap + 1);
-    for (size_t k = 0; k <= n; k++) best[k] = (path_node){0.0f, ET_NONE, ET_NONE};
-    const float unk_score = m->up.min_score - UNK_PENALTY;
-    size_t at = 0, frontier = 0; /* frontier: the furthest node a piece has reached */
-    while (at < n) {
-        float here = best[at].score;
-        if (here < -SCORE_RESET || here > SCORE_RESET) {
-            /* as sentencepiece: rebase the live scores so that float sums keep their
-             * precision over long texts (the same roundings, so the same ties) */
-            for (size_t i = at; i <= frontier; i++)
-                if (i == at || best[i].start != ET_NONE) best[i].score -= here;
-            here = 0.0f;
-        }
-        const size_t mblen = one_char_len(s + at, n - at);
-        int single = 0;
-        uint32_t st = 0;
-        for (size_t k = at; k < n; k++) {
-            st = et_uni_next(m, st, s[k]);
-            if (st == ET_NONE) break;
-            const float score = et_uni_score(m, st); /* NaN: no piece, or an unused one */
-            if (score != score) continue;
-            const uint32_t id = et_uni_value(m, st);
-            if (id >= m->n_vocab) continue; /* (a damaged model) */
-            size_t length = k + 1 - at;
-            if (k + 1 > frontier) frontier = k + 1;
-            const float cand = score + here; /* float arithmetic, as there */
-            path_node *tn = &best[k + 1];
-            if (tn->start == ET_NONE || cand > tn->score) *tn = (path_node){cand, (uint32_t)at, id};
-            if (length == mblen) single = 1;
-        }
-        if (!single) {
-            if (at + mblen > frontier) frontier = at + mblen;
-            path_node *tn = &best[at + mblen];
-            const float cand = unk_score + here;
-            if (tn->start == ET_NONE || cand > tn->score)
-                *tn = (path_node){cand, (uint32_t)at, m->up.unk_id};
-        }
-        at += mblen;
-    }
-    /* backtrace from the end, then emit in order (unknowns as bytes with byte fallback) */
-    size_t k = 0, pos = n;
-    while (pos > 0) {
-        if (best[pos].start == ET_NONE || best[pos].start >= pos) return ET_E_FORMAT;
-        back[k++] = (uint32_t)pos;
-        pos = best[pos].start;
+    viterbi v = {m, s, n, best, back, 0.0f, 0.0, NULL, 0};
+    if (m->up.flags & ET_SP_WORDS) {
+        size_t bytes;
+        v.cache = (word_slot *)et_ws_cache(ws, &bytes);
+        v.cache_mask = bytes / sizeof(word_slot) - 1;
+        const double low = magnitude(m->up.min_score), unk = magnitude(unk_score(m)),
+                     high = magnitude(m->up.max_score);
+        v.step = low > high ? low : high;
+        if (unk > v.step) v.step = unk;
+        if (!(v.step < 1e30)) v.cache = NULL; /* (no normal piece) */
     }
     emitter e = {m, s, out, cap, 0, 0};
-    while (k > 0) {
-        uint32_t end = back[--k];
-        if (!emit(&e, best[end].start, end, best[end].id)) return ET_E_FULL;
+    for (size_t j = 0; j < n;) {
+        /* with ET_SP_WORDS, no piece crosses the start of a word: each word's best path is
+         * found on its own, from the best score at its start */
+        const size_t j2 = v.cache ? next_word(s, n, j) : n;
+        if (v.here < -SCORE_RESET || v.here > SCORE_RESET) v.here = 0.0f; /* as in the DP */
+        int rc = cached_word(&v, &e, j, j2);
+        if (rc < 0) rc = viterbi_word(&v, &e, j, j2);
+        if (rc != ET_OK) return rc;
+        j = j2;
     }
     *n_out = e.w;
     return ET_OK;
