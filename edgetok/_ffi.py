@@ -39,6 +39,10 @@ class _Scratch(threading.local):
     ws_piece = 0
     out = None
     out_cap = 0
+    out_addr = 0  # out's address, for to_list
+
+    def __init__(self) -> None:  # (threading.local: once in each thread)
+        self.res = ffi.new("size_t[2]")  # et_encode's *n_out and *consumed
 
 
 _DEFAULT_PIECE = 4096
@@ -61,6 +65,9 @@ class Model:
         self.pretok_param: int = param[0]
         self.nfc: bool = bool(lib.et_model_nfc(handle))
         self.drops_bytes: bool = bool(lib.et_model_drops_bytes(handle))
+        # et_encode_bound(len) = _bound0 + _bound1 * len (a unigram model's text may expand)
+        self._bound0: int = lib.et_encode_bound(handle, 0)
+        self._bound1: int = lib.et_encode_bound(handle, 1) - self._bound0
         be = ffi.new("uint32_t[2]")
         # a SentencePiece model's BOS and EOS ids (None: it has none, or is not SentencePiece)
         self.bos: int | None = None
@@ -220,6 +227,7 @@ class Model:
         if s.out_cap < n:
             s.out_cap = max(n, 1024, s.out_cap * 2)
             s.out = _scratch_new("uint32_t[]", s.out_cap)
+            s.out_addr = int(ffi.cast("uintptr_t", s.out))
         return s.out
 
     # -- the operations -------------------------------------------------------------------
@@ -230,9 +238,15 @@ class Model:
                 return [], 0  # pieces are known only once the text is complete
             return [i for ids in self._encode_batch(self._pieces(data)) for i in ids], len(data)
         flags = FINAL if final else 0
-        res = ffi.new("size_t[2]")
         end = len(data)
-        bound = lib.et_encode_bound(self._h, end)
+        bound = self._bound0 + self._bound1 * end
+        s = self._scratch
+        if s.ws != ffi.NULL and 0 < bound <= s.out_cap:  # the common case, in one C call
+            res = s.res
+            rc = lib.et_encode(s.ws, data, end, flags, s.out, bound, res, res + 1)
+            if rc == lib.ET_OK:
+                return to_list(s.out_addr, res[0]), res[1]
+        res = s.res
         out = self._out(max(bound, 1))
         src = ffi.from_buffer(data)
         pos = n = 0
@@ -242,9 +256,9 @@ class Model:
             n += res[0]
             pos += res[1]
             if rc == lib.ET_OK:
-                ids = to_list(int(ffi.cast("uintptr_t", out)), n)
+                ids = to_list(s.out_addr, n)
                 if end > _KEEP_OUT:
-                    self._scratch.out, self._scratch.out_cap = None, 0
+                    s.out, s.out_cap = None, 0
                 return ids, pos
             if rc != lib.ET_E_WORKSPACE:
                 check(rc, "encode")

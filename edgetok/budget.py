@@ -277,7 +277,7 @@ class AppendCounter:
 
 
 def _prefix_len(data: bytes, at: int) -> int:
-    """The byte length of the character at data[at] if it is surely o200k's word prefix
+    r"""The byte length of the character at data[at] if it is surely o200k's word prefix
     [^\r\n\p{L}\p{N}]: ASCII space or punctuation, or a punctuation, symbol or separator
     character (Unicode categories P*, S*, Z*, which never become letters or digits); else 0."""
     b = data[at]

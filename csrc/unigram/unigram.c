@@ -154,6 +154,42 @@ static size_t user_defined_prefix(const et_model *m, const uint8_t *s, size_t le
     return best;
 }
 
+/* p[0..8) as a little-endian word: byte k in bits 8k..8k+7 whatever the CPU's order. */
+static inline uint64_t load_le64(const uint8_t *p)
+{
+    return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
+           (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 |
+           (uint64_t)p[7] << 56; /* (one load where the CPU is little-endian) */
+}
+
+/* Stores w at p[0..8), little-endian. */
+static inline void store_le64(uint8_t *p, uint64_t w)
+{
+    p[0] = (uint8_t)w, p[1] = (uint8_t)(w >> 8), p[2] = (uint8_t)(w >> 16);
+    p[3] = (uint8_t)(w >> 24), p[4] = (uint8_t)(w >> 32), p[5] = (uint8_t)(w >> 40);
+    p[6] = (uint8_t)(w >> 48), p[7] = (uint8_t)(w >> 56);
+}
+
+/* Whether every byte of w is printable ASCII, 0x20-0x7E (no byte carries into the next). */
+static inline int all_printable(uint64_t w)
+{
+    const uint64_t high = 0x8080808080808080ull;
+    return ((w | (w + 0x0101010101010101ull)) & high) == 0 &&
+           ((w + 0x6060606060606060ull) & high) == high;
+}
+
+/* The index of the lowest set bit of w (w != 0). */
+static inline unsigned lowest_bit(uint64_t w)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return (unsigned)__builtin_ctzll(w);
+#else
+    unsigned k = 0;
+    while (!(w & 1u)) w >>= 1, k++;
+    return k;
+#endif
+}
+
 /* Normalises t[0..len) into b; 0 if b is too small. */
 static int normalize(const et_model *m, const uint8_t *t, size_t len, norm_buf *b)
 {
@@ -163,6 +199,9 @@ static int normalize(const et_model *m, const uint8_t *t, size_t len, norm_buf *
     const uint32_t *darts = darts_of(m->charsmap, m->charsmap_size, &n_units, &strings, &strings_len);
     const int has_user = (flags & ET_SP_HAS_USER) != 0;
     const int remove_ws = (flags & ET_SP_REMOVE_EXTRA_WS) != 0, escape = (flags & ET_SP_ESCAPE_WS) != 0;
+    /* whether no charsmap rule applies at printable ASCII (0x20-0x7E) when ASCII follows */
+    const int printable_plain = !has_user && m->up.ascii_rules[1] == 0 && m->up.ascii_rules[2] == 0 &&
+                                (m->up.ascii_rules[3] & 0x7FFFFFFFu) == 0;
     size_t i = 0;
     int first = 1;
     b->prev_space = remove_ws;
@@ -183,12 +222,45 @@ static int normalize(const et_model *m, const uint8_t *t, size_t len, norm_buf *
                     !(escape ? put(b, SPACE_SYMBOL, 3) : put(b, (const uint8_t *)" ", 1)))
                     return 0;
             }
-            const size_t room = (b->cap - b->n) / 3; /* bytes of input that surely fit */
-            if (room == 0) return 0;
-            const size_t stop = len - i < room ? len : i + room;
             uint8_t *o = b->out + b->n;
             int prev = b->prev_space;
-            do {
+            const size_t i0 = i;
+            if (printable_plain) {
+                /* eight printable bytes at a time, while the output has room for 24 and the
+                 * 8 a copy may write past what it keeps */
+                const uint8_t *end = b->out + b->cap;
+                while ((len - i > 8 || len - i == 8) && end - o >= 32) {
+                    const uint64_t w = load_le64(t + i);
+                    if (!all_printable(w) || (len - i > 8 && t[i + 8] >= 0x80u)) break;
+                    const uint64_t x = w ^ 0x2020202020202020ull; /* spaces become 0 */
+                    uint64_t spaces = ((x + 0x7F7F7F7F7F7F7F7Full) & 0x8080808080808080ull) ^
+                                      0x8080808080808080ull;
+                    size_t a = 0; /* the chunk's bytes before a are written */
+                    while (spaces) {
+                        const size_t at = (size_t)lowest_bit(spaces) >> 3;
+                        store_le64(o, w >> (8 * a)); /* bytes a.. (keeps at - a of them) */
+                        o += at - a;
+                        prev = at > a ? 0 : prev;
+                        if (!prev) {
+                            if (escape) { memcpy(o, SPACE_SYMBOL, 3); o += 3; }
+                            else *o++ = ' ';
+                        }
+                        prev = remove_ws;
+                        a = at + 1;
+                        spaces &= spaces - 1;
+                    }
+                    if (a < 8) {
+                        store_le64(o, w >> (8 * a));
+                        o += 8 - a;
+                        prev = 0;
+                    }
+                    i += 8;
+                }
+            }
+            const size_t room = (b->cap - (size_t)(o - b->out)) / 3; /* input that surely fits */
+            const size_t stop = len - i < room ? len : i + room;
+            while (i < stop && t[i] < 0x80u && !(m->up.ascii_rules[t[i] >> 5] >> (t[i] & 31) & 1u)
+                   && (i + 1 == len || t[i + 1] < 0x80u)) {
                 const uint8_t x = t[i++];
                 if (x != ' ') {
                     *o++ = x;
@@ -200,8 +272,8 @@ static int normalize(const et_model *m, const uint8_t *t, size_t len, norm_buf *
                     }
                     prev = remove_ws;
                 }
-            } while (i < stop && t[i] < 0x80u && !(m->up.ascii_rules[t[i] >> 5] >> (t[i] & 31) & 1u)
-                     && (i + 1 == len || t[i + 1] < 0x80u));
+            }
+            if (i == i0) return 0; /* no room for one more byte */
             b->n = (size_t)(o - b->out);
             b->prev_space = prev;
             continue;
@@ -564,10 +636,13 @@ typedef struct {
  * or n. */
 static size_t next_word(const uint8_t *s, size_t n, size_t j)
 {
-    for (size_t p = j + 1; p + 3 <= n; p++)
-        if (s[p] == 0xE2 && s[p + 1] == 0x96 && s[p + 2] == 0x81 &&
-            !(p >= 3 && memcmp(s + p - 3, SPACE_SYMBOL, 3) == 0))
+    for (size_t p = j + 1; p + 3 <= n; p++) {
+        const uint8_t *x = memchr(s + p, 0xE2, n - 2 - p);
+        if (!x) break;
+        p = (size_t)(x - s);
+        if (x[1] == 0x96 && x[2] == 0x81 && !(p >= 3 && memcmp(x - 3, SPACE_SYMBOL, 3) == 0))
             return p;
+    }
     return n;
 }
 
