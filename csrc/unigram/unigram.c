@@ -362,7 +362,7 @@ typedef struct {
     int prev_unk;
 } emitter;
 
-static int emit(emitter *e, uint32_t start, uint32_t end, uint32_t id)
+static inline int emit(emitter *e, uint32_t start, uint32_t end, uint32_t id)
 {
     const et_model *m = e->m;
     const int unk = id == m->up.unk_id;
@@ -607,16 +607,17 @@ static int need_workspace(struct et_ws *ws, uint64_t bytes)
  * C rounding steps of its exact value (a step:
  * half a unit in the last place at the largest magnitude the sums reach, M = |start| + C *
  * the largest piece score magnitude, so at most M * 2^-24), and a decision's computed margin
- * is within 2C steps of the exact one. The slot keeps cert, the exact margin's lower bound
- * (the smallest computed margin on the path, less 2C steps at the starting score then); a
- * later start may use the path when cert > 2C steps at its own score. Words where a rebase
- * (below) could happen, or with unknown pieces, are not remembered. */
+ * is within 2C steps of the exact one. So cert, the smallest computed margin on the path less
+ * 2C steps at the starting score then, bounds the exact margins from below, and any start
+ * whose 2C steps are below cert finds the same path. The slot keeps the largest such |start|
+ * (also below where a rebase could happen inside the word). Words with unknown pieces are
+ * not remembered. */
 #define WORD_KEY 24u
 #define WORD_IDS 8u
 typedef struct {
     uint64_t key[3]; /* the word's bytes, zero-padded */
     uint32_t info;   /* length | id count << 8; 0: empty */
-    float cert;      /* a lower bound on the exact margin of each decision on the path */
+    float reach;     /* the path holds from any start score h with |h| < reach */
     uint32_t ids[WORD_IDS];
 } word_slot;
 
@@ -699,8 +700,8 @@ static int cached_word(viterbi *v, emitter *e, size_t j, size_t j2)
     word_key(v->s + j, len, v->n - j, key);
     const word_slot *w = word_slot_of(v, key, len); /* a set of two: the newer first */
     if (!slot_holds(w, key, len) && !slot_holds(++w, key, len)) return -1;
-    if (!((double)w->cert > 2.0 * (double)len * round_step(v, v->here, len))) return -1;
     float h = v->here;
+    if (!((h < 0 ? -h : h) < w->reach)) return -1;
     const uint32_t k = w->info >> 8;
     for (uint32_t i = 0; i < k; i++) {
         const uint32_t id = w->ids[i];
@@ -793,22 +794,25 @@ static int viterbi_word(viterbi *v, emitter *e, size_t j, size_t j2)
     }
     const size_t len = j2 - j;
     if (v->cache && !has_unk && k <= WORD_IDS && len <= WORD_KEY) {
-        const double cert = margin * (1.0 - 0x1p-40) - 2.0 * (double)len * round_step(v, v->here, len);
-        if (cert > 0) { /* (a rebase possible inside the word: -inf) */
+        const double c = (double)len, cert = margin * (1.0 - 0x1p-40) - 2.0 * c * round_step(v, v->here, len);
+        /* the largest |h| with 2 * c * round_step(h) < cert, and none past a rebase */
+        double reach = cert / (2.0 * c * 0x1p-23) - c * v->step - 1.0;
+        if (reach > SCORE_RESET - c * v->step - 1.0) reach = SCORE_RESET - c * v->step - 1.0;
+        if (cert > 0 && reach > 0) { /* (a rebase possible inside the word: cert -inf) */
             uint64_t key[3];
             word_key(s + j, len, v->n - j, key);
             word_slot *w = word_slot_of(v, key, len);
             w[1] = w[0]; /* the older one goes */
             memcpy(w->key, key, sizeof key);
             w->info = (uint32_t)len | (uint32_t)k << 8;
-            float c = cert < 3.0e38 ? (float)cert : 3.0e38f;
-            if ((double)c > cert) { /* rounded up: the next float down (c > 0) */
+            float r = (float)reach;
+            if ((double)r > reach) { /* rounded up: the next float down (r > 0) */
                 uint32_t bits;
-                memcpy(&bits, &c, 4);
+                memcpy(&bits, &r, 4);
                 bits--;
-                memcpy(&c, &bits, 4);
+                memcpy(&r, &bits, 4);
             }
-            w->cert = c;
+            w->reach = r;
             for (size_t i = 0; i < k; i++) w->ids[i] = best[v->back[k - 1 - i]].id;
         }
     }
