@@ -241,7 +241,7 @@ class Model:
         end = len(data)
         bound = self._bound0 + self._bound1 * end
         s = self._scratch
-        if s.ws != ffi.NULL and 0 < bound <= s.out_cap:  # the common case, in one C call
+        if s.ws != ffi.NULL and 0 < bound <= s.out_cap and type(data) is bytes:  # one C call
             res = s.res
             rc = lib.et_encode(s.ws, data, end, flags, s.out, bound, res, res + 1)
             if rc == lib.ET_OK:

@@ -113,6 +113,18 @@ def test_decode_invalid_ids(enc, ref, bad):  # type: ignore[no-untyped-def]
         enc.decode([1, bad])
 
 
+def test_bytes_like_input(enc, ref, corpora):  # type: ignore[no-untyped-def]
+    # the C core reads any buffer: bytes, bytearray, memoryview, on a warm workspace and cold
+    from edgetok import budget
+
+    data = corpora["english"][:3000].encode()
+    want = ref.encode_ordinary(data.decode())
+    model = enc._model
+    for make in (bytes, bytearray, memoryview, bytearray):
+        assert model.encode(make(data))[0] == want
+    assert list(budget.chunks(enc, bytearray(data), 50)) == list(budget.chunks(enc, data, 50))
+
+
 def test_batches(enc, ref, corpora):  # type: ignore[no-untyped-def]
     docs = corpora["english"].split("\n\n")[:2000] + ["<|endoftext|> x"]
     assert enc.encode_batch(docs, allowed_special="all") == ref.encode_batch(docs, allowed_special="all")

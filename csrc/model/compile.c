@@ -394,8 +394,8 @@ int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const
                 vs[i] = NAN;
             else if (types[i] == ET_SP_USER_DEFINED) /* sentencepiece 0.2.3's bonus */
                 vs[i] = (float)(0.1 * (double)(off[i + 1] - off[i] - 1));
-            else if (types[i] == ET_SP_NORMAL && scores[i] != scores[i])
-                rc = ET_E_ARG; /* a NaN score */
+            else if (types[i] == ET_SP_NORMAL && !(scores[i] - scores[i] == 0.0f))
+                rc = ET_E_ARG; /* a NaN or infinite score: sentencepiece refuses it too */
             else
                 vs[i] = scores[i];
         }

@@ -152,6 +152,8 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
         if ((m->up.bos_id != ET_NONE && m->up.bos_id >= m->n_vocab) ||
             (m->up.eos_id != ET_NONE && m->up.eos_id >= m->n_vocab))
             return ET_E_FORMAT;
+        for (unsigned b = 0; b < 256; b++) /* <0xNN> pieces, where the model has them */
+            if (m->byteids[b] != ET_NONE && m->byteids[b] >= m->n_vocab) return ET_E_FORMAT;
     } else {
         if (h->n_vocab < 256) return ET_E_FORMAT;
         if ((rc = section(h, size, ET_SEC_PATTERN, 0, &p, &got))) return rc;

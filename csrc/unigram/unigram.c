@@ -620,6 +620,7 @@ typedef struct {
     float reach;     /* the path holds from any start score h with |h| < reach */
     uint32_t ids[WORD_IDS];
 } word_slot;
+_Static_assert(sizeof(word_slot) == 64, "a word slot is one cache line");
 
 typedef struct {
     const et_model *m;
@@ -725,6 +726,41 @@ static inline void offer(path_node *tn, float cand, uint32_t start, uint32_t id)
     }
 }
 
+/* Remembers the path through the word p[0..len) found from start score v->here: its k ids
+ * (best[back[k - 1]].id first), whose decisions won by margin or more. */
+static void remember(viterbi *v, const uint8_t *p, size_t len, double margin,
+                     const uint32_t *back, size_t k)
+{
+    const double c = (double)len, cert = margin * (1.0 - 0x1p-40) - 2.0 * c * round_step(v, v->here, len);
+    if (!(cert > 0)) return; /* (a rebase possible inside the word: cert is -inf) */
+    /* the largest |h| with 2 * c * round_step(h) < cert, and none past a rebase */
+    double reach = cert / (2.0 * c * 0x1p-23) - c * v->step - 1.0;
+    if (reach > SCORE_RESET - c * v->step - 1.0) reach = SCORE_RESET - c * v->step - 1.0;
+    float r = (float)reach;
+    if ((double)r > reach) { /* rounded up: the next float down */
+        uint32_t bits;
+        memcpy(&bits, &r, 4);
+        bits--;
+        memcpy(&r, &bits, 4);
+    }
+    if (!(r > 0)) return;
+    uint64_t key[3];
+    word_key(p, len, v->n - (size_t)(p - v->s), key);
+    word_slot *w = word_slot_of(v, key, len);
+    if (slot_holds(w, key, len) || slot_holds(w + 1, key, len)) {
+        /* remembered already, from a start that did not reach this one: the one that
+         * reaches further stays */
+        w += !slot_holds(w, key, len);
+        if (!(r > w->reach)) return;
+    } else {
+        w[1] = w[0]; /* the older one goes */
+        memcpy(w->key, key, sizeof key);
+    }
+    w->info = (uint32_t)len | (uint32_t)k << 8;
+    w->reach = r;
+    for (size_t i = 0; i < k; i++) w->ids[i] = v->best[back[k - 1 - i]].id;
+}
+
 /* Viterbi over the word s[j..j2) from score v->here at j, as sentencepiece's EncodeOptimized:
  * at each character start, walk the piece trie; each piece ending at k offers best[start] +
  * score (unused pieces: NaN, never taken); if no piece covers exactly the next character, the
@@ -738,7 +774,7 @@ static int viterbi_word(viterbi *v, emitter *e, size_t j, size_t j2)
     path_node *best = v->best;
     const uint32_t *cells = m->cells, n_cells = m->n_cells;
     const float unk = unk_score(m);
-    const size_t reach = m->max_token_len > 4 ? m->max_token_len : 4; /* the longest step */
+    const size_t longest = m->max_token_len > 4 ? m->max_token_len : 4; /* the longest step */
     for (size_t k = j; k <= j2; k++) best[k] = (path_node){-INFINITY, -INFINITY, ET_NONE, ET_NONE};
     best[j].score = v->here;
     for (size_t at = j; at < j2;) {
@@ -746,7 +782,7 @@ static int viterbi_word(viterbi *v, emitter *e, size_t j, size_t j2)
         if (here < -SCORE_RESET || here > SCORE_RESET) {
             /* rebase the scores a path has reached (the others are -inf and stay so), so that
              * float sums keep their precision over long texts: the same roundings as there */
-            const size_t end = j2 - at < reach ? j2 : at + reach;
+            const size_t end = j2 - at < longest ? j2 : at + longest;
             for (size_t i = at; i <= end; i++) best[i].score -= here;
             here = 0.0f;
         }
@@ -783,7 +819,7 @@ static int viterbi_word(viterbi *v, emitter *e, size_t j, size_t j2)
         const path_node *b = &best[pos];
         if (b->start < j || b->start >= pos || b->id >= m->n_vocab) return ET_E_FORMAT;
         const double d = (double)b->score - (double)b->second;
-        if (d < margin) margin = d;
+        if (!(d >= margin)) margin = d; /* (a NaN stays: no certificate) */
         has_unk |= b->id == m->up.unk_id;
         v->back[k++] = (uint32_t)pos;
         pos = b->start;
@@ -793,29 +829,8 @@ static int viterbi_word(viterbi *v, emitter *e, size_t j, size_t j2)
         if (!emit(e, best[end].start, end, best[end].id)) return ET_E_FULL;
     }
     const size_t len = j2 - j;
-    if (v->cache && !has_unk && k <= WORD_IDS && len <= WORD_KEY) {
-        const double c = (double)len, cert = margin * (1.0 - 0x1p-40) - 2.0 * c * round_step(v, v->here, len);
-        /* the largest |h| with 2 * c * round_step(h) < cert, and none past a rebase */
-        double reach = cert / (2.0 * c * 0x1p-23) - c * v->step - 1.0;
-        if (reach > SCORE_RESET - c * v->step - 1.0) reach = SCORE_RESET - c * v->step - 1.0;
-        if (cert > 0 && reach > 0) { /* (a rebase possible inside the word: cert -inf) */
-            uint64_t key[3];
-            word_key(s + j, len, v->n - j, key);
-            word_slot *w = word_slot_of(v, key, len);
-            w[1] = w[0]; /* the older one goes */
-            memcpy(w->key, key, sizeof key);
-            w->info = (uint32_t)len | (uint32_t)k << 8;
-            float r = (float)reach;
-            if ((double)r > reach) { /* rounded up: the next float down (r > 0) */
-                uint32_t bits;
-                memcpy(&bits, &r, 4);
-                bits--;
-                memcpy(&r, &bits, 4);
-            }
-            w->reach = r;
-            for (size_t i = 0; i < k; i++) w->ids[i] = best[v->back[k - 1 - i]].id;
-        }
-    }
+    if (v->cache && !has_unk && k <= WORD_IDS && len <= WORD_KEY)
+        remember(v, s + j, len, margin, v->back, k);
     v->here = best[j2].score;
     return ET_OK;
 }
