@@ -229,7 +229,7 @@ static int normalize(const et_model *m, const uint8_t *t, size_t len, norm_buf *
                 /* eight printable bytes at a time, while the output has room for 24 and the
                  * 8 a copy may write past what it keeps */
                 const uint8_t *end = b->out + b->cap;
-                while ((len - i > 8 || len - i == 8) && end - o >= 32) {
+                while (len - i >= 8 && end - o >= 32) {
                     const uint64_t w = load_le64(t + i);
                     if (!all_printable(w) || (len - i > 8 && t[i + 8] >= 0x80u)) break;
                     const uint64_t x = w ^ 0x2020202020202020ull; /* spaces become 0 */
@@ -772,7 +772,6 @@ static int viterbi_word(viterbi *v, emitter *e, size_t j, size_t j2)
     const et_model *m = v->m;
     const uint8_t *s = v->s;
     path_node *best = v->best;
-    const uint32_t *cells = m->cells, n_cells = m->n_cells;
     const float unk = unk_score(m);
     const size_t longest = m->max_token_len > 4 ? m->max_token_len : 4; /* the longest step */
     for (size_t k = j; k <= j2; k++) best[k] = (path_node){-INFINITY, -INFINITY, ET_NONE, ET_NONE};
@@ -790,23 +789,16 @@ static int viterbi_word(viterbi *v, emitter *e, size_t j, size_t j2)
         /* the first character: whether a piece covers exactly it, else <unk> does */
         uint32_t st = 0;
         size_t k = at;
-        for (; k < at + mblen && st != ET_NONE; k++) {
-            const uint32_t t = cells[ET_UNI_CELL * (size_t)st] + s[k];
-            st = t < n_cells && cells[ET_UNI_CELL * (size_t)t + 1] == st ? t : ET_NONE;
-        }
-        float score = NAN;
-        if (st != ET_NONE) memcpy(&score, &cells[ET_UNI_CELL * (size_t)st + 3], 4);
+        for (; k < at + mblen && st != ET_NONE; k++) st = et_uni_next(m, st, s[k]);
+        const float score = st != ET_NONE ? et_uni_score(m, st) : NAN; /* NaN: no piece */
         if (score == score)
-            offer(&best[at + mblen], score + here, (uint32_t)at, cells[ET_UNI_CELL * (size_t)st + 2]);
+            offer(&best[at + mblen], score + here, (uint32_t)at, et_uni_value(m, st));
         else
             offer(&best[at + mblen], unk + here, (uint32_t)at, m->up.unk_id);
         /* then the longer pieces */
         for (; st != ET_NONE && k < j2; k++) {
-            const uint32_t t = cells[ET_UNI_CELL * (size_t)st] + s[k];
-            if (t >= n_cells || cells[ET_UNI_CELL * (size_t)t + 1] != st) break;
-            st = t;
-            memcpy(&score, &cells[ET_UNI_CELL * (size_t)t + 3], 4);
-            offer(&best[k + 1], score + here, (uint32_t)at, cells[ET_UNI_CELL * (size_t)t + 2]);
+            if ((st = et_uni_next(m, st, s[k])) == ET_NONE) break;
+            offer(&best[k + 1], et_uni_score(m, st) + here, (uint32_t)at, et_uni_value(m, st));
         }
         at += mblen;
     }
