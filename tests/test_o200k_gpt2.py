@@ -238,3 +238,36 @@ def test_compile_with_pattern(tmp_path, corpora, pattern):  # type: ignore[no-un
     for kind, text in corpora.items():
         text = "".join(c for c in text[:50000] if ord(c) not in DIFFERS)
         assert enc.encode_ordinary(text) == ref.encode_ordinary(text), kind
+
+
+@given(st.lists(st.one_of(texts, st.sampled_from(["\n", "  \n\n", "w  \n\n#", "a b", " x", "x ",
+                                                  "\t!", "' s", "1 2"])), max_size=30).map("".join))
+@settings(max_examples=400, deadline=None)
+def test_gpt2_shard_cuts(gpt2_family, text):  # type: ignore[no-untyped-def]
+    # each shard cut splits the text into two parts whose ids, joined, are the whole text's
+    enc, ref = gpt2_family
+    text = "".join(c for c in text if ord(c) not in DIFFERS)
+    data = text.encode()
+    want = ref.encode_ordinary(text)
+    c = enc.model.shard_cut(data, 0)
+    while c < len(data):
+        a, b = data[:c].decode(), data[c:].decode()  # cuts are between ASCII characters
+        assert ref.encode_ordinary(a) + ref.encode_ordinary(b) == want, (text, c)
+        c = enc.model.shard_cut(data, c + 1)
+
+
+def test_gpt2_shard_cut_repro(gpt2_family):  # type: ignore[no-untyped-def]
+    # outside testing: `edgetok count -e r50k_base` gave 1,199,998 for ("w  \n\n#" * 200000)
+    # on all cores, cl100k's cut after a line break applied to GPT-2's pattern
+    enc, ref = gpt2_family
+    text = "w  \n\n#" * 200000
+    p = subprocess.run([sys.executable, "-m", "edgetok_cli.main", "count", "-e", enc.name,
+                        "--jobs", "2"], input=text.encode(), capture_output=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert int(p.stdout.split()[0]) == len(ref.encode_ordinary(text))
+    mixed = ("w  \n\n#" * 40 + "the cat sat\n") * 2000
+    with mock.patch.object(parallel, "SHARD_MIN_BYTES", 64), \
+            mock.patch.object(parallel, "PARALLEL_MIN_BYTES", 1), \
+            mock.patch.object(parallel, "cores", lambda: 8):
+        assert enc.encode_parallel(mixed) == ref.encode_ordinary(mixed)
+        assert enc.count_parallel(mixed) == len(ref.encode_ordinary(mixed))

@@ -165,8 +165,53 @@ def check(pattern: regex.Pattern, texts: list[str], got: list[list[tuple[int, st
     return nsafe
 
 
+def run_forced(exe: Path, family: str, texts: list[str]) -> list[list[int]]:
+    """For each text, the byte offsets of its shard cuts (the family's forced_cut)."""
+    data = b"".join(b"%d\n%s" % (len(b), b) for b in map(encode, texts))
+    p = subprocess.run([str(exe), "-m", "-f", family], input=data, capture_output=True, env=ENV,
+                       timeout=600)
+    assert p.returncode == 0, p.stderr.decode(errors="replace")[-3000:]
+    lines = p.stdout.decode().split("\n")
+    assert len(lines) == len(texts) + 1 and lines[-1] == ""
+    return [[int(x) for x in line.split()] for line in lines[:-1]]
+
+
+# What may stand before and after the characters a shard cut looks at (the one before it, the
+# one at it and the one after): every class, whitespace runs and line breaks, contractions.
+AROUND = ["", "a", "A", "1", " ", "  ", "\t", "\n", "\n\n", "  \n\n", "\r\n", "'", "'l", "!", "#",
+          "/", "\u4e2d", "\u0301", " x", "x ", "\n/", "'s", "AB"]
+
+
+def check_shard_cuts(exe: Path, pattern: regex.Pattern, family: str, texts: list[str],
+                     max_cuts: int = 40) -> int:
+    """Asserts every shard cut of texts: the text's pieces are those of the part before the
+    cut followed by those of the part after it, and stay so whatever stands before and after
+    the three characters the cut looked at (AROUND on either side). Returns the cuts checked."""
+    def verify(texts: list[str], cuts: list[list[int]], windows: list[str] | None) -> int:
+        n = 0
+        for text, bs in zip(texts, cuts):
+            data = encode(text)
+            pieces = pattern.findall(text)
+            if len(bs) > max_cuts:
+                bs = [bs[i * len(bs) // max_cuts] for i in range(max_cuts)]
+            for b in bs:
+                c = len(data[:b].decode("utf-8", "surrogateescape"))
+                assert pattern.findall(text[:c]) + pattern.findall(text[c:]) == pieces, (
+                    f"shard cut {b} in {text!r}")
+                n += 1
+                if windows is not None:
+                    windows.append(text[max(c - 1, 0):c + 2])
+        return n
+
+    windows: list[str] = []
+    n = verify(texts, run_forced(exe, family, texts), windows)
+    around = [a + w + z for w in dict.fromkeys(windows) for a in AROUND for z in AROUND]
+    return n + verify(around, run_forced(exe, family, around), None)
+
+
 def check_texts(exe: Path, patterns, family: str, texts: list[str], **kw) -> int:  # type: ignore[no-untyped-def]
     texts = [comparable(t) for t in texts]
+    check_shard_cuts(exe, patterns[family], family, texts)
     return check(patterns[family], texts, run_many(exe, family, texts), **kw)
 
 
@@ -189,6 +234,20 @@ def test_real_text(pretok_check, patterns, corpora, family, kind):  # type: igno
     assert len(ends) > 10000
     # streaming must be able to cut real text often (and safely: see test_safe_cuts_real_text)
     assert sum(m == "*" for _, m in got) > len(ends) // 10
+
+
+@pytest.mark.parametrize("family", FAMILIES + ["cl100k"])
+def test_shard_cuts(pretok_check, patterns, corpora, family):  # type: ignore[no-untyped-def]
+    # outside testing found GPT-2's pattern cut with cl100k's rule: "  \n\n" + "#" pieces
+    # differently from "  \n\n#" (\s++$ against \s+(?!\S))
+    repro = (ROOT / "tests/data/repro/gpt2-shard-cut/libfuzzer-r50k-shard.bin").read_bytes()
+    texts = [repro.decode("utf-8", "surrogateescape"), "w  \n\n#" * 50, "a  \n\nb c\n d",
+             "x\n  \ny z\n\n#\r\n!"]
+    lines = [line for kind in ("english", "code", "multilingual")
+             for line in corpora[kind][:20000].splitlines(keepends=True)]
+    texts += ["".join(lines[i:i + 8]) for i in range(0, len(lines), 8)]
+    assert check_shard_cuts(pretok_check, patterns[family], family,
+                            [comparable(t) for t in texts]) > 500
 
 
 @pytest.mark.parametrize("family", FAMILIES + ["cl100k"])

@@ -961,7 +961,9 @@ size_t et_shard_cut(const et_model *m, const char *text, size_t len, size_t from
 {
     if (!m || !text || from >= len || m->kind != ET_KIND_BPE || m->pretok == ET_PRETOK_REGEX)
         return len;
-    return et_cl100k_forced_cut((const uint8_t *)text, len, from, m->pretok == ET_PRETOK_O200K);
+    const uint8_t *t = (const uint8_t *)text;
+    if (m->pretok == ET_PRETOK_GPT2) return et_gpt2_forced_cut(t, len, from);
+    return et_cl100k_forced_cut(t, len, from, m->pretok == ET_PRETOK_O200K);
 }
 
 int et_encode_batch(et_ws *ws, const char *const *texts, const size_t *lens, size_t n,

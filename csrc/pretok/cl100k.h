@@ -273,8 +273,10 @@ static inline int et_cl_ascii_letter(uint8_t c) { return (uint8_t)((c | 0x20u) -
  * comes before: after CR or LF followed by a non-space ASCII character (every piece that
  * holds a line break ends with it when non-space follows), or at a space between two ASCII
  * letters (the letter piece before ends there, the space starts " word"). len if none.
- * The same holds for the GPT-2 and o200k patterns, except that o200k's punctuation pieces
- * take '/' after their line breaks (slash_after_newline: not a cut there). */
+ * The same holds for the o200k and Llama-3 patterns (\s*[\r\n]+ takes a whitespace run up to
+ * its last line break, here the one before b, with or without text after it), except that
+ * o200k's punctuation pieces take '/' after their line breaks (slash_after_newline: not a cut
+ * there). Not for GPT-2's: see et_gpt2_forced_cut. */
 static inline size_t et_cl100k_forced_cut(const uint8_t *t, size_t len, size_t from,
                                           int slash_after_newline)
 {

@@ -224,4 +224,26 @@ static inline int et_gpt2_stream_cut(const uint8_t *t, size_t len, size_t b, int
     return (G2M_SPACE >> et_g2_cat_before(t, len, b)) & 1u;
 }
 
+/* The first position b >= from (0 < b < len) where a piece boundary is certain whatever text
+ * comes before, and the pieces of t[0..b) on its own are those of t before b (so the two
+ * sides can be encoded apart), or len if none: a space between two ASCII characters that are
+ * not whitespace. The piece holding the character before b is no whitespace piece, and no
+ * other piece takes a space after its first character, so it ends at b; it looked at nothing
+ * past b, so it ends there at the end of the text too (a contraction's apostrophe looks
+ * further only at l, v or r); and " " followed by non-space starts a " ?X++" piece.
+ * cl100k's rule after a line break does not hold here: with no \s*[\r\n] alternative, a
+ * whitespace run before b is one piece at the end of the text (\s++$) but two when non-space
+ * follows (\s+(?!\S) leaves its last character), "  \n\n" + "#" against "  \n\n#". With nd
+ * (digits split off) a digit next to the space ends the stretch there: the same holds. */
+static inline size_t et_gpt2_forced_cut(const uint8_t *t, size_t len, size_t from)
+{
+    for (size_t b = from ? from : 1; b + 1 < len; b++) {
+        uint8_t p = t[b - 1], c = t[b + 1];
+        if (t[b] == ' ' && p < 0x80u && c < 0x80u && !((G2M_SPACE >> et_g2_ascii[p]) & 1u) &&
+            !((G2M_SPACE >> et_g2_ascii[c]) & 1u))
+            return b;
+    }
+    return len;
+}
+
 #endif

@@ -7,6 +7,8 @@
  *           its stream_cut accepts (text must go on past it) by '+'.
  *       -m: the input is many texts, each as its length in decimal, '\n', then its bytes; one
  *           line of output each (tests check thousands of texts with one process).
+ *       -f: instead of piece ends, the shard cuts (FAMILY's forced_cut, as et_shard_cut
+ *           finds them one after another).
  *   pretok_check -b N FAMILY [FILE]
  *       the scan repeated N times: pieces, bytes, bytes per second.
  *
@@ -55,6 +57,15 @@ static int stream_cut(int fam, const uint8_t *t, size_t len, size_t prev, size_t
     }
 }
 
+static size_t forced_cut(int fam, const uint8_t *t, size_t len, size_t from)
+{
+    switch (fam) {
+    case F_CL100K: case F_LLAMA3: case F_QWEN2: return et_cl100k_forced_cut(t, len, from, 0);
+    case F_O200K: return et_cl100k_forced_cut(t, len, from, 1);
+    default: return et_gpt2_forced_cut(t, len, from);
+    }
+}
+
 #if defined(__GNUC__) || defined(__clang__)
 #define NOINLINE __attribute__((noinline))
 #else
@@ -96,7 +107,7 @@ static uint8_t *read_all(FILE *f, size_t *len)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: pretok_check [-s] [-m] cl100k|o200k|gpt2 [FILE]\n"
+    fprintf(stderr, "usage: pretok_check [-s|-f] [-m] cl100k|o200k|gpt2 [FILE]\n"
                     "       pretok_check -b N cl100k|o200k|gpt2 [FILE]\n");
     return 2;
 }
@@ -105,6 +116,15 @@ static int usage(void)
  * '+' after the other streaming cuts. */
 static int print_pieces(int fam, const uint8_t *t, size_t len, int safe)
 {
+    if (safe == 2) { /* -f */
+        const char *sep = "";
+        for (size_t b = forced_cut(fam, t, len, 0); b < len; b = forced_cut(fam, t, len, b + 1)) {
+            printf("%s%zu", sep, b);
+            sep = " ";
+        }
+        printf("\n");
+        return 0;
+    }
     const char *sep = "";
     for (size_t i = 0; i < len;) {
         size_t e = next_piece(fam, t, len, i);
@@ -129,6 +149,8 @@ int main(int argc, char **argv)
     for (; a < argc && argv[a][0] == '-' && argv[a][1]; a++) {
         if (strcmp(argv[a], "-s") == 0) {
             safe = 1;
+        } else if (strcmp(argv[a], "-f") == 0) {
+            safe = 2;
         } else if (strcmp(argv[a], "-m") == 0) {
             multi = 1;
         } else if (strcmp(argv[a], "-b") == 0 && a + 1 < argc) {
