@@ -18,7 +18,8 @@ spec.loader.exec_module(gen_tables)  # type: ignore[union-attr]
 
 # Code points whose class the `regex` module (newer Unicode) and tiktoken disagree on: our
 # tables follow tiktoken, so they are compared against tiktoken (test_encode), not regex.
-DIFFERS = frozenset(cp for lo, hi in gen_tables.TIKTOKEN_UNASSIGNED for cp in range(lo, hi + 1))
+DIFFERS = frozenset([cp for lo, hi in gen_tables.TIKTOKEN_UNASSIGNED for cp in range(lo, hi + 1)]
+                    + list(gen_tables.TIKTOKEN_LIKE))
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +95,30 @@ def test_invalid_utf8_bytes_never_crash(enc, data):  # type: ignore[no-untyped-d
     # pieces of arbitrary bytes cover the input exactly, in order
     ends = list(enc.model.pretokenize(data))
     assert ends == sorted(ends) and (ends[-1] if ends else 0) == len(data)
+
+
+def tiktoken_matches(pattern: str, text: str) -> set[int]:
+    """The code points of text that tiktoken's own regex engine matches with pattern (one
+    character a match): an encoding whose tokens are the 256 bytes encodes only the matches."""
+    import tiktoken
+
+    ranks = {bytes([b]): b for b in range(256)}
+    probe = tiktoken.Encoding("probe", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+    return {ord(c) for c in probe.decode_bytes(probe.encode_ordinary(text)).decode()}
+
+
+def test_classes_are_tiktokens():
+    # every class the pretokenizers use (\p{L}, \p{N}, \s, o200k's case classes and \p{M}) and
+    # the contraction letters' case folds, for every code point, as tiktoken 0.14 (Unicode 16)
+    # matches them; the tables come from these lists (test_model checks they are fresh)
+    chars = gen_tables.all_chars()
+    text = "".join(c for c in chars if not 0xD800 <= ord(c) <= 0xDFFF)
+    cls = gen_tables.classes(chars)
+    for bit, (name, pattern) in enumerate(gen_tables.BITS):
+        got = tiktoken_matches(pattern, text)
+        want = {cp for cp in range(gen_tables.NCP) if cls[cp] >> bit & 1}
+        assert got == want, (name, sorted(map(hex, got ^ want))[:20])
+    folds = gen_tables.folds(chars)
+    for letter in gen_tables.CONTRACTION_LETTERS:
+        got = {cp for cp in tiktoken_matches(f"(?i:{letter})", text) if cp >= 0x80}
+        assert got == {cp for cp, x in folds if x == letter}, letter

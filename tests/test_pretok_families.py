@@ -9,7 +9,6 @@ follows, as long as what follows is nothing or starts with the same character.
 """
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import os
 import shutil
@@ -26,13 +25,9 @@ from edgetok.compiler import PATTERNS
 from strategies import ALPHABET, any_text
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("gen_tables", ROOT / "csrc/unicode/gen_tables.py")
-gen_tables = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(gen_tables)  # type: ignore[union-attr]
-
 # Code points the `regex` module (newer Unicode) classes differently from tiktoken, whose view
 # the tables follow: left out of every text compared against `regex` (see test_pretok.py).
-DIFFERS = frozenset(cp for lo, hi in gen_tables.TIKTOKEN_UNASSIGNED for cp in range(lo, hi + 1))
+from test_pretok import DIFFERS  # noqa: E402
 
 ENV = {**os.environ, "ASAN_OPTIONS": "exitcode=99:detect_leaks=1",
        "UBSAN_OPTIONS": "halt_on_error=1:exitcode=98:print_stacktrace=1"}
