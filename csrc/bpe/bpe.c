@@ -255,7 +255,10 @@ static size_t bt_merge(et_ws *ws, const et_model *m, const uint8_t *p, uint32_t 
     uint32_t seen = 0, seen_tok = next, w = m->max_token_len;
     while (pos < n) {
         uint32_t tok = next, last = top ? ids[top - 1] : ET_NONE;
-        for (;;) {
+        /* a valid model's PREFIX chains get strictly shorter, so they end within
+         * max_token_len steps; a damaged one's may cycle (no load-time pass: cold start) */
+        for (uint32_t chain = 0;; chain++) {
+            if (chain > w) return 0;
             const uint8_t *q;
             uint32_t len = et_tok(m, tok, &q);
             if (len && len <= n - pos && (live[(pos + len) >> 6] >> ((pos + len) & 63) & 1u) &&
@@ -565,12 +568,16 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
             } else {
                 memcpy(out + n, ids, k * sizeof *ids);
             }
-            if (ends) {
+            if (ends) { /* token ends from their lengths, which must add up to the piece's */
                 size_t at = i;
                 for (size_t x = 0; x < k; x++) {
                     const uint8_t *q;
                     at += et_tok(m, ids[x], &q);
                     ends[n + x] = at;
+                }
+                if (at != e) { /* a damaged model: TOKOFF disagrees with the trie */
+                    rc = ET_E_FORMAT;
+                    break;
                 }
                 ends[n + k - 1] = e | PIECE_END;
             }

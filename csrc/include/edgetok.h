@@ -39,7 +39,7 @@ const char *et_strerror(int status);
 typedef struct et_model et_model;
 
 #define ET_LOAD_HUGEPAGES 1u /* copy the model into huge pages (hugetlb, else THP) if possible */
-#define ET_LOAD_VERIFY    2u /* also verify the checksum (reads the whole file) */
+#define ET_LOAD_VERIFY    2u /* also et_model_verify (reads the whole file) */
 
 /* Maps an .etok file read-only and validates its header and every section offset and size.
  * On success *out owns the mapping; release it with et_model_close(). */
@@ -52,7 +52,9 @@ int et_model_from_buffer(const void *buf, size_t len, unsigned flags, et_model *
 /* Releases a model (NULL is fine). No workspace of it may be used afterwards. */
 void et_model_close(et_model *m);
 
-/* Recomputes the checksum over the whole file: ET_OK or ET_E_CHECKSUM. */
+/* Recomputes the checksum over the whole file (ET_E_CHECKSUM), then checks every table the
+ * encoders follow, which loading leaves to bounds checks and bounded walks (ET_E_FORMAT):
+ * a model made or altered by someone else, its checksum re-sealed, fails here. */
 int et_model_verify(const et_model *m);
 
 /* One past the largest token id, ordinary or special (tiktoken's n_vocab). */
@@ -236,6 +238,14 @@ int et_decode_len(const et_model *m, const uint32_t *ids, size_t n, size_t *len)
 int et_decode(const et_model *m, const uint32_t *ids, size_t n,
               char *out, size_t cap, size_t *n_out);
 
+/* et_decode of ids that come in parts, with the bytes of decoding them all at once: for
+ * SentencePiece models a piece's text depends on those before (a leading U+2581 is dropped
+ * until text is output; byte pieces join into characters, U+FFFD for a byte that starts none),
+ * which *state carries (0 before the first part; up to 3 bytes are held back until a part
+ * with ET_FINAL). out NULL measures; *state is updated either way (measure with a copy). */
+int et_decode_part(const et_model *m, const uint32_t *ids, size_t n, unsigned flags,
+                   uint64_t *state, char *out, size_t cap, size_t *n_out);
+
 /* ---- compiling ----------------------------------------------------------------------- */
 
 /* Builds an .etok BPE model where rank == id (tiktoken files; imported merges are checked to
@@ -244,7 +254,8 @@ int et_decode(const et_model *m, const uint32_t *ids, size_t n,
  * Bytes that are no token are dropped when encoding; ids must be unique and < 2^31. pattern is stored for
  * information; flags: ET_COMPILE_NFC (text is NFC-normalised first). sadded (may be NULL):
  * non-zero for a special that is an added token matched in ordinary text (Hugging Face's
- * non-special added tokens; the caller does the matching). On success *out is a malloc'd image of *out_len bytes (free with et_free). */
+ * non-special added tokens; the caller does the matching). On success *out is a malloc'd image of *out_len bytes (free with et_free).
+ * ET_E_VOCAB for a vocabulary that cannot be one (no ordinary token, duplicates, empty tokens). */
 int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, uint32_t n,
                    const char *sbytes, const uint32_t *soff, const uint32_t *sids,
                    const uint8_t *sadded, uint32_t ns, uint32_t pretok, uint32_t pretok_param,
@@ -256,7 +267,8 @@ int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, 
  * precompiled normaliser charsmap (may be empty), flags (1 add dummy prefix, 2 remove extra
  * whitespace, 4 escape whitespace, 8 byte fallback, 16 whitespace as suffix, 64 a BPE model:
  * merges by score instead of the Viterbi), the unknown, BOS and EOS pieces' ids (the last
- * two ET_NONE when absent), and the text <unk> decodes to. Output as et_compile_bpe. */
+ * two ET_NONE when absent), and the text <unk> decodes to. Output as et_compile_bpe;
+ * ET_E_VOCAB when no piece is normal, user-defined or unused (nothing for the trie). */
 int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const float *scores,
                        const uint8_t *types, const char *charsmap, size_t charsmap_len,
                        uint32_t flags, uint32_t unk_id, uint32_t bos_id, uint32_t eos_id,

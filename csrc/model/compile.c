@@ -108,6 +108,7 @@ static int dat_build(dat *d, const tokset *ts, const uint32_t *idx, const uint32
     while (qh < qt) {
         job j = q[qh++];
         uint32_t lo = j.lo;
+        if (lo == j.hi) continue; /* an empty root: no token at all */
         uint32_t len0 = ts->off[idx[lo] + 1] - ts->off[idx[lo]];
         if (len0 == j.depth) d->value[j.cell] = ids[idx[lo++]];
         if (lo == j.hi) continue;
@@ -167,6 +168,7 @@ static int compile_image(const uint8_t *bytes, const uint32_t *off, const uint32
     const int bpe = x->kind == ET_KIND_BPE;
     int rc = ET_OK;
     uint32_t n_vocab = 0, max_len = 0;
+    if (n == 0) return ET_E_VOCAB; /* no ordinary token: nothing could ever be encoded */
     uint32_t byteids[256];
     memset(byteids, 0xFF, sizeof byteids);
     for (uint32_t i = 0; i < n; i++) {

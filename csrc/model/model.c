@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "model.h"
+#include "../unicode/ucd.h"
 
 enum { BACK_MMAP, BACK_HUGETLB, BACK_THP, BACK_HEAP, BACK_BUFFER };
 static const char *const backing_names[] = {"mmap", "hugetlb", "thp", "heap", "buffer"};
@@ -176,7 +177,7 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
     }
     for (uint32_t i = 0; i < m->n_specials; i++)
         if ((m->specials[i] & ~ET_SPECIAL_ADDED) >= m->n_vocab) return ET_E_FORMAT;
-    if ((flags & ET_LOAD_VERIFY) && et_model_verify(m) != ET_OK) return ET_E_CHECKSUM;
+    if (flags & ET_LOAD_VERIFY) return et_model_verify(m);
     return ET_OK;
 }
 
@@ -285,12 +286,50 @@ void et_model_close(et_model *m)
     free(m);
 }
 
+/* The tables the encoders follow, checked whole (what loading leaves to bounds checks and
+ * bounded walks, to keep et_model_open O(1)): token offsets ascend within the blob; every
+ * trie value is a token whose own bytes lead back to its cell (so a token's length is its
+ * depth); BPE: TNODE names the token's cell, PREFIX a strictly shorter token, SPLIT two
+ * lower ids whose lengths add up (the walks of the backtracking encoder end). */
+static int check_tables(const et_model *m)
+{
+    const int uni = m->kind == ET_KIND_UNIGRAM;
+    const size_t w = uni ? ET_UNI_CELL : ET_BPE_CELL;
+    if (m->tokoff[0] > m->tokoff[m->n_vocab] || m->tokoff[m->n_vocab] > m->blob_size)
+        return ET_E_FORMAT;
+    for (uint32_t i = 0; i < m->n_vocab; i++)
+        if (m->tokoff[i] > m->tokoff[i + 1]) return ET_E_FORMAT;
+    for (uint32_t s = 0; s < m->n_cells; s++) {
+        uint32_t v = m->cells[w * s + 2u];
+        if (v == ET_NONE) continue;
+        const uint8_t *p = NULL;
+        uint32_t l = et_tok(m, v, &p);
+        if (!l || l > m->max_token_len || et_trie_walk_w(m, 0, p, l, w) != s) return ET_E_FORMAT;
+    }
+    if (uni) {
+        for (uint32_t i = 0; i < m->n_vocab; i++)
+            if (m->types[i] < ET_SP_NORMAL || m->types[i] > ET_SP_BYTE) return ET_E_FORMAT;
+        return ET_OK;
+    }
+    for (uint32_t t = 0; t < m->n_vocab; t++) {
+        const uint8_t *p = NULL;
+        uint32_t l = et_tok(m, t, &p), s = m->tnode[t];
+        if (s != ET_NONE && (s >= m->n_cells || et_value(m, s) != t)) return ET_E_FORMAT;
+        if (!(m->flags & ET_FLAG_BACKTRACK)) continue; /* PREFIX, SPLIT: backtracking only */
+        uint32_t pre = m->prefix[t], a = m->split[2u * t], b = m->split[2u * t + 1u];
+        if (pre != ET_NONE && (pre >= m->n_vocab || et_tok(m, pre, &p) >= l)) return ET_E_FORMAT;
+        if (a == t && b == t) continue;
+        if (a >= t || b >= t || (uint64_t)et_tok(m, a, &p) + et_tok(m, b, &p) != l)
+            return ET_E_FORMAT;
+    }
+    return ET_OK;
+}
+
 int et_model_verify(const et_model *m)
 {
     const et_header *h = (const et_header *)m->data;
-    return et_image_checksum(m->data, m->size) == h->checksum
-               ? ET_OK
-               : ET_E_CHECKSUM;
+    if (et_image_checksum(m->data, m->size) != h->checksum) return ET_E_CHECKSUM;
+    return check_tables(m);
 }
 
 uint32_t et_model_n_vocab(const et_model *m) { return m->n_vocab; }
@@ -357,93 +396,159 @@ int et_token_lookup(const et_model *m, const char *s, size_t len, uint32_t *id)
     return ET_OK;
 }
 
-/* One token's text when decoding: for BPE its bytes; for unigram what sentencepiece's decode
- * gives (control pieces nothing, <unk> its surface, <0xNN> the byte, U+2581 a space, and the
- * first piece without its dummy-prefix space). *bos tracks "no text yet". */
-static int surface(const et_model *m, uint32_t id, int *bos, const uint8_t **p, size_t *l,
-                   uint8_t *byte)
+/* SentencePiece decoding, as sentencepiece's Decode does it: control pieces are empty, <unk>
+ * is the unknown surface; a run of byte pieces is read one UTF-8 character at a time, a byte
+ * that starts none becoming U+FFFD; in other pieces U+2581 is a space, and while nothing has
+ * been output and no leading U+2581 has been dropped yet (with a dummy prefix or extra
+ * whitespace removed), a leading U+2581 is dropped (always, while nothing is output, when
+ * extra whitespace is removed). What a part leaves for the next is in a 64-bit state: flags,
+ * then up to 3 byte-piece bytes that may still begin a character. */
+#define DS_STARTED 1u  /* some piece was seen past the start: no more dropping */
+#define DS_DROPPED 2u  /* the last non-byte piece dropped a leading U+2581 */
+#define DS_OUTPUT 4u   /* some text was output */
+#define DS_NPEND(s) ((unsigned)((s) >> 4) & 3u)
+#define DS_PEND(s, k) ((uint8_t)((s) >> (8 + 8 * (k))))
+
+struct sink {
+    char *out;
+    size_t cap, w;
+};
+
+static int put(struct sink *o, const uint8_t *p, size_t l)
 {
-    if (et_token_bytes(m, id, p, l) != ET_OK) return ET_E_TOKEN;
-    if (m->kind != ET_KIND_UNIGRAM) return ET_OK;
-    switch (m->types[id]) {
-    case ET_SP_CONTROL:
-        *l = 0;
-        return ET_OK;
-    case ET_SP_UNKNOWN:
-        *p = (const uint8_t *)m->unk_surface;
-        *l = strlen(m->unk_surface);
-        *bos = 0;
-        return ET_OK;
-    case ET_SP_BYTE: {
-        unsigned v = 0;
-        for (size_t k = 3; k < 5 && *l == 6; k++) {
-            uint8_t c = (*p)[k];
-            v = v * 16 + (c >= '0' && c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
-        }
-        *byte = (uint8_t)v;
-        *p = byte;
-        *l = 1;
-        *bos = 0;
-        return ET_OK;
+    if (o->out) {
+        if (o->cap - o->w < l) return ET_E_FULL;
+        memcpy(o->out + o->w, p, l);
     }
-    default:
-        if (*bos && (m->up.flags & ET_SP_ADD_DUMMY_PREFIX) && *l >= 3 &&
-            memcmp(*p, "\xE2\x96\x81", 3) == 0) {
-            *p += 3;
-            *l -= 3;
-        }
-        *bos = 0;
-        return ET_OK;
-    }
+    o->w += l;
+    return ET_OK;
 }
 
-/* Decodes into out[0..cap) (out NULL: only measures). U+2581 in unigram pieces becomes ' '. */
-static int decode_into(const et_model *m, const uint32_t *ids, size_t n, char *out, size_t cap,
-                       size_t *n_out)
+/* Emits what of pend[0..*np) is settled: whole characters, U+FFFD for a byte that starts
+ * none; with flush, everything (no more bytes can follow). Leaves the rest in pend. */
+static int put_bytes(struct sink *o, uint8_t *pend, unsigned *np, int flush, uint64_t *st)
 {
-    size_t w = 0;
-    int bos = 1;
-    const int uni = m->kind == ET_KIND_UNIGRAM;
+    static const uint8_t fffd[3] = {0xEF, 0xBF, 0xBD};
+    while (*np) {
+        size_t n, need = pend[0] < 0xC0u ? 1 : pend[0] < 0xE0u ? 2 : pend[0] < 0xF0u ? 3 : 4;
+        if (!flush && *np < need) { /* wait while the bytes so far may still be a character */
+            unsigned k = 1;
+            while (k < *np && (pend[k] & 0xC0u) == 0x80u) k++;
+            if (k == *np && pend[0] < 0xF8u) break;
+        }
+        int bad = et_utf8_decode(pend, *np, 0, &n) == 0xFFFFFFFFu;
+        int rc = bad ? put(o, fffd, 3) : put(o, pend, n);
+        if (rc) return rc;
+        *st |= DS_OUTPUT;
+        memmove(pend, pend + n, *np - n);
+        *np -= (unsigned)n;
+    }
+    return ET_OK;
+}
+
+static int decode_sp(const et_model *m, const uint32_t *ids, size_t n, unsigned flags,
+                     uint64_t *state, struct sink *o, size_t *bad)
+{
+    uint64_t st = *state;
+    uint8_t pend[4];
+    unsigned np = DS_NPEND(st);
+    for (unsigned k = 0; k < np; k++) pend[k] = DS_PEND(st, k);
+    st &= 0xFu;
+    const int drop = (m->up.flags & (ET_SP_ADD_DUMMY_PREFIX | ET_SP_REMOVE_EXTRA_WS)) != 0;
+    int rc = ET_OK;
+    for (size_t i = 0; i < n && !rc; i++) {
+        const uint8_t *p;
+        size_t l;
+        if (et_token_bytes(m, ids[i], &p, &l) != ET_OK) {
+            *bad = i;
+            return ET_E_TOKEN;
+        }
+        uint8_t type = m->types[ids[i]];
+        if (type == ET_SP_BYTE) { /* "<0xAB>", checked at load */
+            unsigned v = 0;
+            for (size_t k = 3; k < 5 && l == 6; k++) {
+                uint8_t c = p[k];
+                v = v * 16u + (c >= '0' && c <= '9' ? (unsigned)(c - '0') : (c | 0x20u) - 'a' + 10u);
+            }
+            pend[np++] = (uint8_t)v;
+            rc = put_bytes(o, pend, &np, 0, &st);
+            continue;
+        }
+        if ((rc = put_bytes(o, pend, &np, 1, &st))) break;
+        if (st & (DS_DROPPED | DS_OUTPUT)) st |= DS_STARTED;
+        st &= ~(uint64_t)DS_DROPPED;
+        if (type == ET_SP_CONTROL) continue;
+        if (type == ET_SP_UNKNOWN) {
+            p = (const uint8_t *)m->unk_surface;
+            l = strlen(m->unk_surface);
+        } else if (!(st & DS_STARTED) && drop && l >= 3 && memcmp(p, "\xE2\x96\x81", 3) == 0) {
+            p += 3;
+            l -= 3;
+            if (!(m->up.flags & ET_SP_REMOVE_EXTRA_WS)) st |= DS_DROPPED;
+        }
+        for (size_t k = 0; k < l && !rc;) { /* U+2581 is a space (not in <unk>'s surface) */
+            size_t run = k;
+            if (type != ET_SP_UNKNOWN)
+                while (run < l && !(l - run >= 3 && memcmp(p + run, "\xE2\x96\x81", 3) == 0)) run++;
+            else
+                run = l;
+            if ((rc = put(o, p + k, run - k))) break;
+            if (run < l) rc = put(o, (const uint8_t *)" ", 1);
+            k = run < l ? run + 3 : l;
+        }
+        if (l) st |= DS_OUTPUT;
+    }
+    if (!rc && (flags & ET_FINAL)) rc = put_bytes(o, pend, &np, 1, &st);
+    if (rc) return rc;
+    for (unsigned k = 0; k < np; k++) st |= (uint64_t)pend[k] << (8 + 8 * k);
+    *state = st | (uint64_t)np << 4;
+    return ET_OK;
+}
+
+/* Decodes into out[0..cap) (out NULL: only measures). */
+static int decode_into(const et_model *m, const uint32_t *ids, size_t n, unsigned flags,
+                       uint64_t *state, char *out, size_t cap, size_t *n_out)
+{
+    struct sink o = {out, cap, 0};
+    if (m->kind == ET_KIND_UNIGRAM) {
+        size_t bad = 0;
+        int rc = decode_sp(m, ids, n, flags, state, &o, &bad);
+        *n_out = rc == ET_E_TOKEN && !out ? bad : o.w;
+        return rc;
+    }
     for (size_t i = 0; i < n; i++) {
         const uint8_t *p;
         size_t l;
-        uint8_t byte;
-        if (surface(m, ids[i], &bos, &p, &l, &byte) != ET_OK) {
-            *n_out = out ? w : i;
+        if (et_token_bytes(m, ids[i], &p, &l) != ET_OK) {
+            *n_out = out ? o.w : i;
             return ET_E_TOKEN;
         }
-        for (size_t k = 0; k < l;) {
-            size_t step = 1;
-            uint8_t c = p[k];
-            if (uni && m->types[ids[i]] != ET_SP_BYTE && m->types[ids[i]] != ET_SP_UNKNOWN &&
-                l - k >= 3 && memcmp(p + k, "\xE2\x96\x81", 3) == 0) {
-                c = ' ';
-                step = 3;
-            }
-            if (out) {
-                if (w >= cap) {
-                    *n_out = w;
-                    return ET_E_FULL;
-                }
-                out[w] = (char)c;
-            }
-            w++;
-            k += step;
+        if (put(&o, p, l)) {
+            *n_out = o.w;
+            return ET_E_FULL;
         }
     }
-    *n_out = w;
+    *n_out = o.w;
     return ET_OK;
 }
 
 int et_decode_len(const et_model *m, const uint32_t *ids, size_t n, size_t *len)
 {
-    return decode_into(m, ids, n, NULL, 0, len);
+    uint64_t st = 0;
+    return decode_into(m, ids, n, ET_FINAL, &st, NULL, 0, len);
 }
 
 int et_decode(const et_model *m, const uint32_t *ids, size_t n, char *out, size_t cap,
               size_t *n_out)
 {
-    return decode_into(m, ids, n, out, cap, n_out);
+    uint64_t st = 0;
+    return decode_into(m, ids, n, ET_FINAL, &st, out, cap, n_out);
+}
+
+int et_decode_part(const et_model *m, const uint32_t *ids, size_t n, unsigned flags,
+                   uint64_t *state, char *out, size_t cap, size_t *n_out)
+{
+    return decode_into(m, ids, n, flags, state, out, cap, n_out);
 }
 
 void et_free(void *p) { free(p); }
