@@ -85,6 +85,8 @@ int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned fla
 int et_decode_len(const et_model *m, const uint32_t *ids, size_t n, size_t *len);
 int et_decode(const et_model *m, const uint32_t *ids, size_t n,
               char *out, size_t cap, size_t *n_out);
+int et_decode_part(const et_model *m, const uint32_t *ids, size_t n, unsigned flags,
+                   uint64_t *state, char *out, size_t cap, size_t *n_out);
 int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, uint32_t n,
                    const char *sbytes, const uint32_t *soff, const uint32_t *sids,
                    const uint8_t *sadded, uint32_t ns, uint32_t pretok, uint32_t pretok_param,

@@ -438,6 +438,20 @@ class Model:
         check(lib.et_decode(self._h, arr, n, buf, size[0], size), "decode")
         return ffi.buffer(buf, size[0])[:]
 
+    def decode_part(self, ids: Iterable[int], state: list[int], final: bool) -> bytes:
+        """The bytes of ids as one part of a longer sequence, the same as decoding the whole
+        at once (et_decode_part): state, [0] at first, is carried from part to part; final
+        on the last."""
+        arr = ffi.new("uint32_t[]", ids if isinstance(ids, list) else list(ids))
+        n, flags = len(arr), lib.ET_FINAL if final else 0
+        st, size = ffi.new("uint64_t *", state[0]), ffi.new("size_t *")
+        if lib.et_decode_part(self._h, arr, n, flags, st, ffi.NULL, 0, size) != lib.ET_OK:
+            raise KeyError(f"Invalid token for decoding: {arr[size[0]]}")
+        buf, st[0] = ffi.new("char[]", max(size[0], 1)), state[0]
+        check(lib.et_decode_part(self._h, arr, n, flags, st, buf, size[0], size), "decode")
+        state[0] = st[0]
+        return ffi.buffer(buf, size[0])[:]
+
 
 RUNS = (lib.ET_RUN_SPACE, lib.ET_RUN_UPPER)  # the kinds of run et_run_extends knows
 

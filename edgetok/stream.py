@@ -119,11 +119,12 @@ class Decoder:
     and at most one incomplete character is held back."""
 
     def __init__(self, enc: Encoding, errors: str = "replace"):
-        self._enc = enc
+        self._model = enc.model
+        self._state = [0]  # what SentencePiece decoding carries from one part to the next
         self._dec = codecs.getincrementaldecoder("utf-8")(errors)
 
     def feed(self, ids: Iterable[int]) -> str:
-        return self._dec.decode(self._enc.decode_bytes(list(ids)))
+        return self._dec.decode(self._model.decode_part(list(ids), self._state, False))
 
     def flush(self) -> str:
-        return self._dec.decode(b"", final=True)
+        return self._dec.decode(self._model.decode_part([], self._state, True), final=True)

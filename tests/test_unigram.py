@@ -149,3 +149,61 @@ def test_expanding_rules_from_a_small_workspace(trained):  # type: ignore[no-unt
         for n in (1, 4, 40, 290, 295, 1000):
             fresh = edgetok.load(enc.model.source)
             assert fresh.encode("\ufdfa" * n) == sp.encode("\ufdfa" * n), n
+
+
+SDIST_MODELS = ["test/botchan_en_unigram_1000.model", "test/botchan_en_bpe_1000.model",
+                "test/kyoto_ja_unigram_8000.model"]
+
+
+@pytest.fixture(scope="session")
+def sdist_models():  # type: ignore[no-untyped-def]
+    """sentencepiece's own test models, from its sdist (fetched once into the cache)."""
+    from edgetok.fetch import sdist_members
+
+    try:
+        got = sdist_members("sentencepiece", spm.__version__, SDIST_MODELS)
+    except RuntimeError as e:
+        pytest.fail(f"sentencepiece's test models are not available: {e}")
+    return {name: (spm.SentencePieceProcessor(model_file=str(p)), edgetok.load(p))
+            for name, p in got.items()}
+
+
+def test_decode_drops_leading_spaces_like_sentencepiece(trained, sdist_models):  # type: ignore[no-untyped-def]
+    # outside testing: sentencepiece drops a leading U+2581 from every piece until text is
+    # output (with extra whitespace removed), not only from the first; with no dummy prefix
+    sp, enc = sdist_models["test/botchan_en_unigram_1000.model"]
+    space = sp.piece_to_id("\u2581")
+    for ids in ([space, space], [space, space, sp.piece_to_id("\u2581a")], [1, space, 2, space]):
+        assert enc.decode(ids) == sp.decode(ids), ids
+    sp, enc = trained["identity_keepws"]  # add_dummy_prefix and remove_extra_whitespaces off
+    words = [i for i in range(sp.get_piece_size()) if sp.id_to_piece(i).startswith("\u2581")][:20]
+    for i in words:
+        assert enc.decode([i]) == sp.decode([i]), sp.id_to_piece(i)
+        assert enc.decode([i, i]) == sp.decode([i, i]), sp.id_to_piece(i)
+
+
+def decode_cases(sp) -> st.SearchStrategy[list[int]]:  # type: ignore[no-untyped-def]
+    """Id sequences of any pieces, with the ones decoding turns on (spaces, controls, <unk>,
+    byte pieces that make characters or not) more often."""
+    n = sp.get_piece_size()
+    special = [i for i in range(n) if sp.is_control(i) or sp.is_unknown(i) or sp.is_byte(i)
+               or sp.id_to_piece(i) in ("\u2581", "\u2581\u2581")][:300]
+    return st.lists(st.one_of(st.integers(0, n - 1), st.sampled_from(special or [0])), max_size=24)
+
+
+@given(data=st.data())
+@settings(max_examples=300, deadline=None)
+def test_decode_any_ids(trained, sdist_models, data):  # type: ignore[no-untyped-def]
+    # decode must equal sentencepiece's DecodeIds for any id sequence, not only encoder output,
+    # and decoding it in parts (the CLI's streaming decode) the same
+    from edgetok.stream import Decoder
+
+    for sp, enc in [*trained.values(), *sdist_models.values()]:
+        ids = data.draw(decode_cases(sp))
+        want = sp.decode(ids)
+        assert enc.decode(ids) == want, ids
+        assert enc.decode_bytes(ids) == want.encode(), ids
+        cut = data.draw(st.lists(st.integers(0, len(ids)), max_size=3).map(sorted))
+        dec = Decoder(enc, "strict")
+        parts = [ids[a:b] for a, b in zip([0, *cut], [*cut, len(ids)])]
+        assert "".join(dec.feed(p) for p in parts) + dec.flush() == want, (ids, cut)
