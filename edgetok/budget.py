@@ -68,42 +68,11 @@ def chunks(enc: "Encoding", data: bytes, max_tokens: int, *, overlap: int = 0,
     the chunks tile data exactly. boundary prefers to end a chunk after the last paragraph,
     line or sentence break that fits (falling back to the next finer kind, then to the exact
     token cut); overlap starts each chunk up to that many tokens before the previous end."""
-    if max_tokens < 1:
-        raise ValueError("max_tokens must be at least 1")
-    if not 0 <= overlap < max_tokens:
-        raise ValueError("overlap must be at least 0 and less than max_tokens")
-    if boundary not in BOUNDARIES:
-        raise ValueError(f"boundary must be one of {', '.join(BOUNDARIES)}")
-    model = enc.model
-    kinds = BOUNDARIES[BOUNDARIES.index(boundary):-1]
-    pos = 0
-    while pos < len(data):
-        cut, ids = model.split_at(data, max_tokens, pos)
-        if cut == 0:
-            raise ValueError(f"the character at byte {pos} alone needs more than {max_tokens} tokens")
-        end, n = pos + cut, len(ids)
-        if end < len(data):
-            for kind in kinds:
-                for b in _breaks(data[pos:end], kind):
-                    if b < cut and (k := model.count_limit(data, max_tokens, pos, pos + b)) is not None:
-                        end, n = pos + b, k
-                        break
-                else:
-                    continue
-                break
-        yield pos, end, n
-        if end >= len(data):
-            return
-        nxt = end
-        if overlap:
-            own, _ = model.encode(data[pos:end])
-            keep = sum(len(model.token_bytes(t) or b"") for t in own[: len(own) - overlap])
-            nxt = pos + keep
-            while nxt < end and data[nxt] & 0xC0 == 0x80:  # forward to a character start
-                nxt += 1
-            if nxt <= pos:
-                nxt = end
-        pos = nxt
+    from .stream import chunk_stream  # (the same over text that arrives in blocks)
+
+    for start, end, n, _ in chunk_stream(enc, (data,), max_tokens, overlap=overlap,
+                                         boundary=boundary):
+        yield start, end, n
 
 
 class RangeCounter:

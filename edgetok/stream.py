@@ -5,9 +5,9 @@ from __future__ import annotations
 import codecs
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings
-    from typing import AbstractSet, BinaryIO, Collection, Iterable, Iterator, Literal
+    from typing import AbstractSet, BinaryIO, Callable, Collection, Iterable, Iterator, Literal
 
-from .encoding import Encoding, _utf8
+from .encoding import Encoding
 
 CHUNK = 1 << 20
 
@@ -20,13 +20,18 @@ class InvalidUTF8(ValueError):
         self.offset = offset
 
 
-def read_text(f: BinaryIO, errors: str = "strict", chunk: int = CHUNK) -> Iterator[str]:
+def read_text(f: BinaryIO, errors: str = "strict", chunk: int = CHUNK,
+              on_wait: "Callable[[], None] | None" = None) -> Iterator[str]:
     """The text of a binary stream in chunks, decoded as UTF-8 (characters split between
-    reads are joined). errors='replace' substitutes U+FFFD as bytes.decode does."""
+    reads are joined). errors='replace' substitutes U+FFFD as bytes.decode does. A chunk is
+    up to `chunk` bytes, fewer when the input pauses (a pipe or terminal with nothing more to
+    read yet): what has come so far is passed on rather than waited on, and on_wait is called
+    before a read that will wait (to flush output)."""
     dec = codecs.getincrementaldecoder("utf-8")(errors)
+    read = _reader(f, chunk, on_wait)
     offset = 0
     while True:
-        data = f.read(chunk)
+        data = read()
         held = len(dec.getstate()[0])  # bytes of a split character from the previous read
         try:
             text = dec.decode(data, final=not data)
@@ -37,6 +42,44 @@ def read_text(f: BinaryIO, errors: str = "strict", chunk: int = CHUNK) -> Iterat
         if not data:
             return
         offset += len(data)
+
+
+def _reader(f: BinaryIO, chunk: int, on_wait: "Callable[[], None] | None" = None
+            ) -> "Callable[[], bytes]":
+    """A function reading up to chunk bytes from f: as many as come without waiting, once
+    some have come (b"" at the end of the input, then ever after). on_wait is called before
+    a read that waits."""
+    try:
+        fd = f.fileno()
+        read1 = f.read1  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):  # no file descriptor (io.BytesIO, ...)
+        return lambda: f.read(chunk)
+    import select
+
+    def ready() -> bool:
+        try:
+            return bool(select.select([fd], [], [], 0)[0])
+        except (OSError, ValueError):  # a descriptor select does not take
+            return False
+
+    eof = False
+
+    def read() -> bytes:
+        nonlocal eof
+        parts: list[bytes] = []
+        size = 0
+        if on_wait is not None and not eof and not ready():
+            on_wait()
+        while not eof and size < chunk and (not parts or ready()):
+            data = read1(chunk - size)
+            if not data:
+                eof = True  # (a terminal's end of input is read once)
+                break
+            parts.append(data)
+            size += len(data)
+        return b"".join(parts)
+
+    return read
 
 
 def _special_tail(text: str, specials: Collection[str]) -> int:
@@ -62,18 +105,21 @@ def encode_stream(enc: Encoding, chunks: Iterable[str], *,
 
     model = enc.model
     specials = set(enc._matchable)  # held back at a chunk's end when it may start one
-    pending = ""
     if model.nfc or model.regex_split:
         # NFC can join characters across any cut, and regex pieces are only known at the end:
         # these models take the stream whole (the loop below is skipped)
-        pending, chunks = "".join(chunks), []
+        chunks = ["".join(chunks)]
+    # the text not encoded yet: tail, the UTF-8 text after the last safe cut (the special
+    # tokens in it are settled: none starts there), then parts, text not searched for them
+    tail = b""
+    parts: list[str] = []
+    size = 0
     retry_at = 0  # with no safe cut found, wait for this much text before trying again
 
     def one(data: bytes, final: bool) -> tuple[list[int] | int, int]:
         return model.count(data, final) if count_only else model.encode(data, final)
 
-    def run(seg: str, final: bool) -> tuple[list[int] | int, int]:
-        data = enc._bytes(seg)
+    def run(data: bytes, final: bool) -> tuple[list[int] | int, int]:
         if jobs <= 1 or len(data) < 2 * SHARD_MIN_BYTES:
             return one(data, final)
         end = len(data) if final else model.shard_cut(data, len(data) - SHARD_MIN_BYTES // 4)
@@ -90,24 +136,37 @@ def encode_stream(enc: Encoding, chunks: Iterable[str], *,
             ids += part  # type: ignore[arg-type]
         return ids, end
 
+    def segments(text: str) -> list[bytes | int]:
+        """text's segments (UTF-8) and special ids, tail joined to the first segment."""
+        segs: list[bytes | int] = [s if isinstance(s, int) else enc._bytes(s)
+                                   for s in enc._segments(text, allowed_special, disallowed_special)]
+        segs[0] = tail + segs[0]  # type: ignore[operator]  (the first is text, maybe "")
+        return segs
+
     for chunk in chunks:
-        pending += chunk
-        if len(pending) < retry_at:
+        parts.append(chunk)
+        size += len(chunk)
+        if len(tail) + size < retry_at:
             continue
+        pending = "".join(parts)
         hold = _special_tail(pending, specials) if specials else 0
-        head = pending[: len(pending) - hold]
-        segs = list(enc._segments(head, allowed_special, disallowed_special))
+        segs = segments(pending[: len(pending) - hold])
+        parts = [pending[len(pending) - hold:]] if hold else []
+        size = hold
+        del pending
         for seg in segs[:-1]:
             yield (1 if count_only else [seg]) if isinstance(seg, int) else run(seg, True)[0]
-        last = segs[-1]
-        assert isinstance(last, str)
+        last = segs.pop()
+        del segs
+        assert isinstance(last, bytes)
+        tail = b""  # (not held twice while last is encoded)
         out, used = run(last, False)
         if out:
             yield out
-        rest = _utf8(last)[used:].decode("utf-8")
-        retry_at = 2 * len(rest) if used == 0 and rest else 0
-        pending = rest + pending[len(head):]
-    for seg in enc._segments(pending, allowed_special, disallowed_special):
+        tail = last[used:]
+        del last
+        retry_at = 2 * len(tail) if used == 0 and tail else 0
+    for seg in segments("".join(parts)):
         if isinstance(seg, int):
             yield 1 if count_only else [seg]
         elif seg:
@@ -128,3 +187,82 @@ class Decoder:
 
     def flush(self) -> str:
         return self._dec.decode(self._model.decode_part([], self._state, True), final=True)
+
+
+def chunk_stream(enc: Encoding, blocks: Iterable[bytes], max_tokens: int, *, overlap: int = 0,
+                 boundary: str = "char") -> Iterator[tuple[int, int, int, bytes]]:
+    """edgetok.budget.chunks over UTF-8 text that arrives in blocks: the same (start, end,
+    tokens) as chunks() of the whole text, each with the chunk's bytes. A chunk is decided on
+    the text from its start up to a safe cut (one no later text can move) past max_tokens
+    tokens, which the whole text encodes exactly as that stretch does; so memory holds a block
+    and that stretch, not the text."""
+    from .budget import BOUNDARIES, _breaks, _complete
+
+    if max_tokens < 1:
+        raise ValueError("max_tokens must be at least 1")
+    if not 0 <= overlap < max_tokens:
+        raise ValueError("overlap must be at least 0 and less than max_tokens")
+    if boundary not in BOUNDARIES:
+        raise ValueError(f"boundary must be one of {', '.join(BOUNDARIES)}")
+    model = enc.model
+    model.split_at(b"", max_tokens)  # a model without token budgets says so before any reading
+    kinds = BOUNDARIES[BOUNDARIES.index(boundary):-1]
+    source = iter(blocks)
+    buf: bytes = b""  # the text from byte offset base on (what is still needed of it)
+    base = pos = 0
+    eof = False
+    guess = max(1024, 8 * max_tokens)  # bytes that usually hold more than max_tokens tokens
+    while True:
+        # the window: the text from pos up to a safe cut after more than max_tokens tokens
+        # (split_at finds there what it finds in the whole rest), or all the rest
+        at, size = pos - base, guess
+        while True:
+            if len(buf) - at < size and not eof:
+                more, got = ([buf[at:]] if at < len(buf) else []), len(buf) - at
+                while got < size:
+                    block = next(source, None)
+                    if block is None:
+                        eof = True
+                        break
+                    more.append(block)
+                    got += len(block)
+                buf = more[0] if len(more) == 1 else b"".join(more)
+                base, at = pos, 0
+            if eof and len(buf) - at <= size:
+                window, final = buf[at:], True
+                break
+            view = buf[at:at + size]
+            view = view[:_complete(view)]
+            k, safe = model.count(view, final=False)
+            if k > max_tokens:
+                window, final = view[:safe], False
+                break
+            size *= 2
+        if not window:
+            return
+        cut, ids = model.split_at(window, max_tokens)
+        if cut == 0:
+            raise ValueError(f"the character at byte {pos} alone needs more than {max_tokens} tokens")
+        end, n = cut, len(ids)
+        if end < len(window):
+            for kind in kinds:
+                for b in _breaks(window[:end], kind):
+                    if b < cut and (k := model.count_limit(window, max_tokens, 0, b)) is not None:
+                        end, n = b, k
+                        break
+                else:
+                    continue
+                break
+        yield pos, pos + end, n, window[:end]
+        if final and end >= len(window):
+            return
+        nxt = end
+        if overlap:
+            own, _ = model.encode(window[:end])
+            keep = sum(len(model.token_bytes(t) or b"") for t in own[: len(own) - overlap])
+            nxt = keep
+            while nxt < end and window[nxt] & 0xC0 == 0x80:  # forward to a character start
+                nxt += 1
+            if nxt <= 0:
+                nxt = end
+        pos += nxt
