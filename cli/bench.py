@@ -15,6 +15,10 @@ from typing import Any, Callable
 Fn = Callable[[str], object]
 
 
+class BenchError(Exception):
+    """A measurement that cannot be taken: one line saying why."""
+
+
 def machine() -> dict[str, Any]:
     """What this board is: architecture, CPU model, cores, Python."""
     cpu = platform.processor() or ""
@@ -70,8 +74,10 @@ def reference_tokenizers(name: str) -> tuple[Any, Any, str]:
         import tiktoken
 
         tk = tiktoken.get_encoding(name)
-    except Exception as e:  # not installed, or no vocabulary offline
-        notes.append(f"tiktoken unavailable ({type(e).__name__})")
+    except ImportError:
+        notes.append("tiktoken not installed")
+    except Exception as e:  # its vocabulary is downloaded on first use: offline?
+        notes.append(f"tiktoken's {name} unavailable ({type(e).__name__}; offline?)")
     try:
         import regex
 
@@ -83,11 +89,13 @@ def reference_tokenizers(name: str) -> tuple[Any, Any, str]:
     return tk, rx, "; ".join(notes)
 
 
-def throughput(name: str, texts: dict[str, str], seconds: float, compare: bool) -> list[dict[str, Any]]:
+def throughput(name: str, texts: dict[str, str], seconds: float, tk: Any, rx: Any
+               ) -> list[dict[str, Any]]:
+    """Side by side: edgetok, and tiktoken (tk) and the regex module (rx, the pattern compiled)
+    where given."""
     import edgetok
 
     enc = edgetok.get_encoding(name)
-    tk, rx, _ = reference_tokenizers(name) if compare else (None, None, "")
     rows = []
     for kind, text in texts.items():
         nbytes = len(text.encode("utf-8"))
@@ -105,10 +113,21 @@ def throughput(name: str, texts: dict[str, str], seconds: float, compare: bool) 
     return rows
 
 
-def _child(code: str, *args: str) -> float:
+def _child(cwd: str, code: str, *args: str) -> tuple[float, str]:
+    """Seconds a new Python process running code takes, and what it printed. It runs in cwd
+    (a folder of its own: run from the project's source folder, `python -c` would import the
+    unbuilt source tree rather than the installed edgetok); BenchError if it fails."""
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code, *args], check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+    try:
+        p = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, capture_output=True,
+                           text=True)
+    except OSError as e:
+        raise BenchError(f"cannot start {sys.executable}: {e.strerror or e}") from None
+    took = time.perf_counter() - t0
+    if p.returncode != 0:
+        lines = p.stderr.strip().splitlines() or [f"exit status {p.returncode}"]
+        raise BenchError(f"a measuring process failed: {lines[-1]}")
+    return took, p.stdout
 
 
 COUNT_EDGETOK = ("import sys; from edgetok_cli.main import main; "
@@ -132,23 +151,19 @@ def cold_start(name: str, sample: str, compare: bool, runs: int = 7) -> dict[str
             f.write(sample.encode()[:1024].decode("utf-8", "ignore"))
         with open(full, "w", encoding="utf-8") as f:
             f.write(sample)
-        out["python_s"] = statistics.median(_child("pass") for _ in range(runs))
-        out["edgetok_count_1k_s"] = statistics.median(_child(COUNT_EDGETOK, kb, name)
+        out["python_s"] = statistics.median(_child(d, "pass")[0] for _ in range(runs))
+        out["edgetok_count_1k_s"] = statistics.median(_child(d, COUNT_EDGETOK, kb, name)[0]
                                                       for _ in range(runs))
         if compare:
             try:
-                _child(COUNT_TIKTOKEN, kb, name)
+                _child(d, COUNT_TIKTOKEN, kb, name)
                 out["tiktoken_count_1k_s"] = statistics.median(
-                    _child(COUNT_TIKTOKEN, kb, name) for _ in range(runs))
-            except (subprocess.CalledProcessError, OSError):
+                    _child(d, COUNT_TIKTOKEN, kb, name)[0] for _ in range(runs))
+            except BenchError:  # tiktoken missing, or its vocabulary (offline)
                 pass
         if os.path.exists("/proc/self/status"):
-            p = subprocess.run([sys.executable, "-c", PEAK_RSS, full, name], capture_output=True,
-                               text=True, check=True)
-            base = subprocess.run([sys.executable, "-c", HWM], capture_output=True, text=True,
-                                  check=True)
-            out["peak_rss_mb"] = int(p.stdout) / 1024
-            out["python_rss_mb"] = int(base.stdout) / 1024
+            out["peak_rss_mb"] = int(_child(d, PEAK_RSS, full, name)[1]) / 1024
+            out["python_rss_mb"] = int(_child(d, HWM)[1]) / 1024
         out["sample_bytes"] = len(sample.encode())
     return out
 
@@ -163,12 +178,13 @@ def run(name: str, files: tuple[str, ...], seconds: float, compare: bool,
     enc = edgetok.get_encoding(name)
     result: dict[str, Any] = {"machine": machine(), "encoding": name,
                               "model_memory": enc.model.backing, "edgetok": edgetok.__version__}
+    tk, rx, note = reference_tokenizers(name) if compare else (None, None, "")
     if compare:
-        result["reference"] = reference_tokenizers(name)[2] or "tiktoken and regex"
+        result["reference"] = note or "tiktoken and regex"
     progress("throughput (single thread)...")
-    result["throughput"] = throughput(name, texts, seconds, compare)
+    result["throughput"] = throughput(name, texts, seconds, tk, rx)
     progress("cold start and memory...")
-    result["start"] = cold_start(name, "\n".join(texts.values()), compare)
+    result["start"] = cold_start(name, "\n".join(texts.values()), tk is not None)
     return result
 
 

@@ -29,7 +29,20 @@ def load_encoding(encoding: str, model: str | None) -> "edgetok.Encoding":
     except FileNotFoundError:
         raise Failure(f"{model}: no such file") from None
     except (ValueError, OSError) as e:
-        raise Failure(str(e)) from None
+        raise Failure(str(e) + source_tree_hint()) from None
+
+
+def source_tree_hint() -> str:
+    """Advice when edgetok was imported from a source checkout that was never built (python -m
+    run from the project's folder imports the folder's edgetok, not the installed one)."""
+    from pathlib import Path
+
+    here = Path(edgetok.__file__).parent
+    if edgetok.list_encodings() or not (here.parent / "setup.py").exists():
+        return ""
+    return (f"; edgetok was imported from the source folder {here.parent}, which has no built "
+            "models: run from another folder, or build it there with "
+            "`python setup.py build_ext --inplace`")
 
 
 def model_options(f):  # type: ignore[no-untyped-def]
@@ -39,6 +52,37 @@ def model_options(f):  # type: ignore[no-untyped-def]
     f = click.option("-e", "--encoding", default="cl100k_base", show_default=True,
                      help="Built-in encoding (see `edgetok info --list`).")(f)
     return f
+
+
+class Output:
+    """Standard output for a command's results: a write that fails (a full disk, a closed
+    descriptor) becomes one error line and exit status 1."""
+
+    def __init__(self) -> None:
+        if sys.stdout is None:  # started with its descriptor closed (`>&-`)
+            raise Failure("standard output is closed")
+        self.f = sys.stdout
+
+    def _failed(self, e: OSError) -> Failure:
+        return Failure(f"cannot write the output: {e.strerror or e}")
+
+    def write(self, s: str) -> None:
+        try:
+            self.f.write(s)
+        except OSError as e:
+            raise self._failed(e) from None
+
+    def write_bytes(self, b: bytes) -> None:
+        try:
+            self.f.buffer.write(b)
+        except OSError as e:
+            raise self._failed(e) from None
+
+    def flush(self) -> None:
+        try:
+            self.f.flush()
+        except OSError as e:
+            raise self._failed(e) from None
 
 
 def open_input(path: str) -> BinaryIO:
@@ -83,7 +127,9 @@ class Progress:
             sys.stderr.flush()
 
 
-def text_chunks(path: str, errors: str, jobs: int = 1) -> Iterator[str]:
+def text_chunks(path: str, errors: str, jobs: int = 1, out: Output | None = None) -> Iterator[str]:
+    """The text of FILE in chunks; out (if given) is flushed whenever the input pauses, so
+    what is final comes out while the input waits."""
     from edgetok.stream import InvalidUTF8, read_text
 
     f = open_input(path)
@@ -95,7 +141,7 @@ def text_chunks(path: str, errors: str, jobs: int = 1) -> Iterator[str]:
         size = None
     progress = Progress(name, size or None)
     try:
-        for text in read_text(f, errors, chunk):
+        for text in read_text(f, errors, chunk, on_wait=out.flush if out else None):
             progress.add(len(text))
             yield text
     except InvalidUTF8 as e:
@@ -123,7 +169,7 @@ def token_text(b: bytes) -> str:
 
 @click.group(context_settings=CONTEXT)
 @click.version_option(edgetok.__version__, prog_name="edgetok")
-def main() -> None:
+def cli() -> None:
     """Exact, fast tokenizer for language models (the ids tiktoken gives, much faster).
 
     \b
@@ -135,10 +181,6 @@ def main() -> None:
       edgetok chunk book.txt -n 512                exact 512-token chunks, as JSONL
       edgetok bench                                measure this machine
     """
-    import signal
-
-    if hasattr(signal, "SIGPIPE"):  # `edgetok encode big | head` ends quietly, as cat does
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
 
 SPECIAL_HELP = ("Encode special tokens such as <|endoftext|> as their ids (by default such text "
@@ -158,7 +200,7 @@ def resolve_jobs(jobs: int | None) -> int:
     return jobs or cores()
 
 
-@main.command(context_settings=CONTEXT)
+@cli.command(context_settings=CONTEXT)
 @click.argument("file", default="-")
 @model_options
 @click.option("-f", "--format", "fmt", type=click.Choice(["ids", "json", "tokens"]), default="ids",
@@ -194,24 +236,26 @@ def encode(file: str, encoding: str, model: str | None, fmt: str, allow_special:
         tail = [[enc._bos_eos("eos")]] if eos else []
     except ValueError as e:
         raise Failure(f"{e} (--bos and --eos are for SentencePiece models)") from None
-    out = sys.stdout
+    out = Output()
     allowed, disallowed = special_policy(allow_special, special_as_text)
     first = True
+    sep = ", " if fmt == "json" else " "
     if fmt == "json":
         out.write("[")
     try:
         jobs = resolve_jobs(jobs)
         for ids in itertools.chain(head, encode_stream(
-                enc, text_chunks(file, errors, jobs), allowed_special=allowed,
+                enc, text_chunks(file, errors, jobs, out), allowed_special=allowed,
                 disallowed_special=disallowed, jobs=jobs), tail):
             assert isinstance(ids, list)
-            if fmt == "tokens":
-                out.write("".join(f"{i}\t{token_text(enc.decode_single_token_bytes(i))}\n"
-                                  for i in ids))
-                continue
-            sep = ", " if fmt == "json" else " "
-            out.write(("" if first else sep) + sep.join(map(str, ids)))
-            first = False
+            for k in range(0, len(ids), WRITE_IDS):  # text for a bounded number of ids at a time
+                part = ids[k:k + WRITE_IDS]
+                if fmt == "tokens":
+                    out.write("".join(f"{i}\t{token_text(enc.decode_single_token_bytes(i))}\n"
+                                      for i in part))
+                else:
+                    out.write(("" if first else sep) + sep.join(map(str, part)))
+                    first = False
     except ValueError as e:  # a disallowed special token
         out.write("\n")
         msg = str(e).split("\n")[0]
@@ -220,6 +264,10 @@ def encode(file: str, encoding: str, model: str | None, fmt: str, allow_special:
         out.write("]\n")
     elif fmt == "ids" and not first:
         out.write("\n")
+    out.flush()
+
+
+WRITE_IDS = 1 << 16  # ids turned into text at a time
 
 
 def read_ids(path: str) -> Iterator[list[int]]:
@@ -246,7 +294,7 @@ def read_ids(path: str) -> Iterator[list[int]]:
             return
 
 
-@main.command(context_settings=CONTEXT)
+@cli.command(context_settings=CONTEXT)
 @click.argument("file", default="-")
 @model_options
 @click.option("--errors", type=click.Choice(["replace", "strict"]), default="replace",
@@ -263,26 +311,28 @@ def decode(file: str, encoding: str, model: str | None, errors: str) -> None:
       echo "9906 1917" | edgetok decode
       edgetok encode notes.txt | edgetok decode
     """
+    import itertools
+
     from edgetok.stream import Decoder
 
     enc = load_encoding(encoding, model)
     dec = Decoder(enc, errors)
-    out = sys.stdout.buffer
-    for ids in read_ids(file):
+    out = Output()
+    for ids in itertools.chain(read_ids(file), [None]):
         try:
-            text = dec.feed(ids)
+            text = dec.flush() if ids is None else dec.feed(ids)
         except (KeyError, OverflowError):
+            assert ids is not None
             bad = next(i for i in ids if not 0 <= i < 1 << 32 or enc.model.token_bytes(i) is None)
             raise Failure(f"token id {bad} is not in {enc.name} (ids run from 0 to "
                           f"{enc.n_vocab - 1}, with gaps)") from None
         except UnicodeDecodeError as e:
             raise Failure(f"the ids do not decode to UTF-8: {e.reason}") from None
-        out.write(text.encode())
+        out.write_bytes(text.encode())
         out.flush()
-    out.write(dec.flush().encode())
 
 
-@main.command(context_settings=CONTEXT)
+@cli.command(context_settings=CONTEXT)
 @click.argument("files", nargs=-1)
 @model_options
 @click.option("--allow-special", is_flag=True, help=SPECIAL_HELP)
@@ -335,24 +385,26 @@ def count(files: tuple[str, ...], encoding: str, model: str | None, allow_specia
     total = 0
     width = 8
     failed = False
+    out = Output()
     for path, n in zip(paths, results):
         if isinstance(n, Failure):
             n.show()
             failed = True
             continue
         total += n
-        click.echo(f"{n:>{width}} {'' if path == '-' else path}".rstrip())
+        out.write(f"{n:>{width}} {'' if path == '-' else path}".rstrip() + "\n")
         if limit is not None and n > limit:
             name = "<stdin>" if path == "-" else path
             Failure(f"{name}: {n} tokens, {n - limit} over the limit of {limit}").show()
             failed = True
     if len(paths) > 1:
-        click.echo(f"{total:>{width}} total")
+        out.write(f"{total:>{width}} total\n")
+    out.flush()
     if failed:
         sys.exit(1)
 
 
-@main.command(context_settings=CONTEXT)
+@cli.command(context_settings=CONTEXT)
 @click.argument("file", default="-")
 @click.option("-n", "--max-tokens", type=click.IntRange(1), required=True,
               help="Tokens per chunk at most (counted on the chunk's own text).")
@@ -381,17 +433,17 @@ def chunk(file: str, max_tokens: int, overlap: int, boundary: str, fmt: str, enc
       edgetok chunk notes.md -n 256 --boundary paragraph --overlap 32
       cat log.txt | edgetok chunk -n 1000 --format text
     """
-    from edgetok.budget import chunks
+    from edgetok.stream import chunk_stream
 
-    enc = load_encoding(encoding, model)
-    data = "".join(text_chunks(file, errors)).encode("utf-8", "surrogatepass")
     if overlap >= max_tokens:
         raise click.UsageError("--overlap must be less than --max-tokens")
-    out = sys.stdout
+    enc = load_encoding(encoding, model)
+    out = Output()
+    blocks = (t.encode("utf-8", "surrogatepass") for t in text_chunks(file, errors, out=out))
     try:
-        for i, (a, b, n) in enumerate(chunks(enc, data, max_tokens, overlap=overlap,
-                                             boundary=boundary)):
-            text = data[a:b].decode("utf-8")
+        for i, (a, b, n, raw) in enumerate(chunk_stream(enc, blocks, max_tokens, overlap=overlap,
+                                                        boundary=boundary)):
+            text = raw.decode("utf-8")
             if fmt == "jsonl":
                 out.write(json.dumps({"index": i, "tokens": n, "start": a, "end": b,
                                       "text": text}, ensure_ascii=False) + "\n")
@@ -399,9 +451,10 @@ def chunk(file: str, max_tokens: int, overlap: int, boundary: str, fmt: str, enc
                 out.write(("\f" if i else "") + text)
     except ValueError as e:
         raise Failure(str(e)) from None
+    out.flush()
 
 
-@main.command(name="compile", context_settings=CONTEXT)
+@cli.command(name="compile", context_settings=CONTEXT)
 @click.argument("vocab")
 @click.option("-o", "--output", required=True, metavar="X.etok", help="The model file to write.")
 @click.option("--special", "specials", multiple=True, metavar="TOKEN=ID",
@@ -454,12 +507,45 @@ def compile_(vocab: str, output: str, specials: tuple[str, ...], pretokenizer: s
         raise Failure(f"{vocab}: no such file") from None
     except (ValueError, OSError) as e:
         raise Failure(str(e)) from None
-    with open(output, "wb") as f:
-        f.write(image)
+    write_replacing(output, image)
     click.echo(f"wrote {output} ({len(image)} bytes)", err=True)
 
 
-@main.command(context_settings=CONTEXT)
+def write_replacing(path: str, data: bytes) -> None:
+    """Write data to path through a temporary file in the same folder renamed over it: a
+    process that has the old file mapped keeps its contents (rewriting a mapped file in place
+    kills such a process with SIGBUS), and no one ever sees half a file."""
+    import tempfile
+
+    folder = os.path.dirname(path) or "."
+    if os.path.isdir(path):
+        raise Failure(f"{path}: is a directory")
+    if not os.path.isdir(folder):
+        raise Failure(f"{path}: no such folder: {folder}")
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            mask = os.umask(0)
+            os.umask(mask)
+            if hasattr(os, "fchmod"):
+                os.fchmod(f.fileno(), 0o666 & ~mask)  # as open() would make it
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as e:
+        raise Failure(f"{path}: cannot write: {e.strerror or e}") from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+@cli.command(context_settings=CONTEXT)
 @model_options
 @click.option("--list", "list_", is_flag=True, help="List the built-in encodings.")
 @click.option("--verify", is_flag=True, help="Also verify the model file's checksum.")
@@ -472,8 +558,10 @@ def info(encoding: str, model: str | None, list_: bool, verify: bool, as_json: b
       edgetok info
       edgetok info --model my.etok --verify
     """
+    out = Output()
     if list_:
-        click.echo("\n".join(edgetok.list_encodings()))
+        out.write("".join(f"{name}\n" for name in edgetok.list_encodings()))
+        out.flush()
         return
     enc = load_encoding(encoding, model)
     m = enc.model
@@ -512,7 +600,7 @@ def info(encoding: str, model: str | None, list_: bool, verify: bool, as_json: b
     if verify:
         d["checksum"] = "ok" if m.verify() else "MISMATCH"
     if as_json:
-        click.echo(json.dumps(d, indent=2, ensure_ascii=False))
+        out.write(json.dumps(d, indent=2, ensure_ascii=False) + "\n")
     else:
         sp = d["special_tokens"]
         assert isinstance(sp, dict)
@@ -520,13 +608,13 @@ def info(encoding: str, model: str | None, list_: bool, verify: bool, as_json: b
             items = list(sp.items())
             d["special_tokens"] = (", ".join(f"{k!r}: {v}" for k, v in items[:6]) +
                                    f", ... ({len(sp)} in all; --json lists them)")
-        for k, v in d.items():
-            click.echo(f"{k + ':':<16} {v}")
+        out.write("".join(f"{k + ':':<16} {v}\n" for k, v in d.items()))
+    out.flush()
     if verify and d["checksum"] != "ok":
         sys.exit(1)
 
 
-@main.command(context_settings=CONTEXT)
+@cli.command(context_settings=CONTEXT)
 @click.argument("files", nargs=-1)
 @click.option("-e", "--encoding", default="cl100k_base", show_default=True, help="Built-in encoding.")
 @click.option("--seconds", type=click.FloatRange(0.05), default=1.0, show_default=True,
@@ -551,9 +639,60 @@ def bench(files: tuple[str, ...], encoding: str, seconds: float, no_compare: boo
 
     for f in files:
         open_input(f).close()
-    r = b.run(encoding, files, seconds, not no_compare,
-              lambda msg: click.echo(msg, err=True) if not as_json else None)
-    click.echo(json.dumps(r, indent=2) if as_json else b.render(r))
+    load_encoding(encoding, None)  # a clear error where the models are missing
+    out = Output()
+    try:
+        r = b.run(encoding, files, seconds, not no_compare,
+                  lambda msg: click.echo(msg, err=True) if not as_json else None)
+    except b.BenchError as e:
+        raise Failure(str(e)) from None
+    out.write((json.dumps(r, indent=2) if as_json else b.render(r)) + "\n")
+    out.flush()
+
+
+class Interrupted(BaseException):
+    """Ctrl-C (SIGINT): unwinds like KeyboardInterrupt (files are closed, temporary ones
+    removed), but past click, which would print "Aborted!" and exit 1."""
+
+
+def on_sigint(signum: int, frame: object) -> None:
+    raise Interrupted
+
+
+def main() -> None:
+    """The `edgetok` command. Ends as Unix tools do: Ctrl-C ends it quietly by SIGINT (status
+    130 in a shell), a closed pipe quietly by SIGPIPE (`edgetok encode big | head`), and an
+    output that cannot be written with one error line and status 1."""
+    import signal
+
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # (not when ignored)
+        signal.signal(signal.SIGINT, on_sigint)
+    code: int | str | None
+    try:
+        cli.main(prog_name="edgetok")  # (standalone: ends in SystemExit)
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    except Interrupted:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        os._exit(130)  # (where the signal did not end the process)
+    except OSError as e:  # an error no command expected: still one line
+        click.echo(f"edgetok: error: {e.strerror or e}", err=True)
+        code = 1
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except OSError as e:
+        if not code:
+            click.echo(f"edgetok: error: cannot write the output: {e.strerror or e}", err=True)
+            code = 1
+        if sys.stderr is not None:
+            sys.stderr.flush()
+        os._exit(code if isinstance(code, int) else 1)  # what stdout holds cannot be written
+    sys.exit(code)
 
 
 if __name__ == "__main__":
