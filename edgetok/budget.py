@@ -35,6 +35,52 @@ def _utf8(enc: "Encoding", text: str) -> bytes:
     return u(text)
 
 
+def _high(c: str) -> bool:
+    return "\ud800" <= c <= "\udbff"
+
+
+def _low(c: str) -> bool:
+    return "\udc00" <= c <= "\udfff"
+
+
+def _in_pair(text: str, i: int) -> bool:
+    """Whether index i falls between the two halves of a surrogate pair of text."""
+    return 0 < i < len(text) and _low(text[i]) and _high(text[i - 1])
+
+
+def _nbytes(text: str, a: int, b: int) -> int:
+    """The bytes text[a:b] takes in the UTF-8 of the whole text as tiktoken makes it
+    (encoding._utf8): a surrogate pair is one 4-byte character, counted at its first half;
+    a lone surrogate is U+FFFD."""
+    try:
+        return len(text[a:b].encode("utf-8"))
+    except UnicodeEncodeError:
+        pass
+    n = 0
+    for k in range(a, min(b, len(text))):
+        c = text[k]
+        if _high(c) and _in_pair(text, k + 1):
+            n += 4
+        elif not _in_pair(text, k):
+            n += len(c.encode("utf-8", "surrogatepass"))  # U+FFFD is 3 bytes too
+    return n
+
+
+def _index_at(text: str, data: bytes, cut: int) -> int:
+    """The index into text of byte offset cut (a character boundary) of data = its UTF-8."""
+    if len(data) == len(text):  # ASCII
+        return cut
+    if not any(_high(c) or _low(c) for c in text if c >= "\ud800"):
+        return len(data[:cut].decode("utf-8"))
+    i = at = 0
+    while i < len(text) and at + (step := _nbytes(text, i, i + 64)) <= cut:
+        i, at = i + 64, at + step
+    while at < cut:
+        at += _nbytes(text, i, i + 1)
+        i += 1
+    return i + 1 if _in_pair(text, i) else i
+
+
 def split_at(enc: "Encoding", text: str, max_tokens: int) -> tuple[int, list[int]]:
     """(i, ids): the longest prefix text[:i] such that the encoding of the whole text can be
     cut after len(ids) <= max_tokens tokens exactly there, and encode_ordinary(text[:i]) == ids
@@ -44,9 +90,7 @@ def split_at(enc: "Encoding", text: str, max_tokens: int) -> tuple[int, list[int
         raise ValueError("max_tokens must be >= 0")
     data = _utf8(enc, text)
     cut, ids = enc.model.split_at(data, max_tokens)
-    if cut == len(data):
-        return len(text), ids
-    return len(data[:cut].decode("utf-8")), ids
+    return (len(text) if cut == len(data) else _index_at(text, data, cut)), ids
 
 
 BOUNDARIES = ("paragraph", "line", "sentence", "char")
@@ -82,6 +126,7 @@ class RangeCounter:
     Indices are character indices, as in text[i:j]; memory is 4 bytes per byte of text."""
 
     def __init__(self, enc: "Encoding", text: str):
+        self._enc = enc
         self._model: Model = enc.model
         self._data = _utf8(enc, text)
         self._cum = self._model.prefix_counts(self._data)
@@ -91,7 +136,7 @@ class RangeCounter:
         if len(self._data) != len(text):  # byte offsets of every 64th character
             blocks, at = [0], 0
             for k in range(0, (len(text) >> 6) << 6, 64):
-                at += len(text[k:k + 64].encode("utf-8", "surrogatepass"))
+                at += _nbytes(text, k, k + 64)
                 blocks.append(at)
             self._blocks = blocks
 
@@ -101,12 +146,15 @@ class RangeCounter:
 
     def _byte(self, i: int) -> int:
         b = i >> 6
-        return self._blocks[b] + len(self._text[b << 6:i].encode("utf-8", "surrogatepass"))  # type: ignore[index]
+        return self._blocks[b] + _nbytes(self._text, b << 6, i)  # type: ignore[index]
 
     def count(self, start: int = 0, end: int | None = None) -> int:
         start, end, _ = slice(start, end).indices(self._n)
         if end <= start:
             return 0
+        if _in_pair(self._text, start) or _in_pair(self._text, end):
+            # a half of a pair is U+FFFD on its own: text[start:end] is not a stretch of text
+            return len(self._enc.encode_ordinary(self._text[start:end]))
         if self._blocks is not None:
             start, end = self._byte(start), self._byte(end)
         return self._model.count_range(self._data, self._cum, start, end)
@@ -136,6 +184,7 @@ class AppendCounter:
                              "later can change: count the whole text instead")
         self._committed = 0  # tokens of the text before self._pending; final
         self._pending = bytearray()  # since the last safe cut, including an incomplete character
+        self._high = ""  # a str's last high surrogate, which the next str's first half may pair
         self._count = 0
         self._grows = enc.model.can_grow
         # the long last piece of the pending text: (start, end, tokens before it, its table)
@@ -152,12 +201,19 @@ class AppendCounter:
     def append(self, piece: str | bytes) -> int:
         """Add text; returns the count so far."""
         buf = self._pending
-        before_append = len(buf)
-        buf += piece if isinstance(piece, (bytes, bytearray)) else _raw_utf8(piece)
+        before_append, high = len(buf), self._high
+        if isinstance(piece, (bytes, bytearray)):
+            text, self._high = high, ""  # a surrogate that bytes follow pairs with nothing
+            buf += _raw_utf8(text) + piece if text else piece
+        else:  # a surrogate pair may come in two appends: it is one character, as in encode
+            text = high + piece
+            self._high = text[-1] if text and _high(text[-1]) else ""
+            buf += _raw_utf8(text[:len(text) - len(self._high)])
         try:
             return self._take(buf)
         except BaseException:  # nothing changed but buf and the tables: as before the append
             del buf[before_append:]
+            self._high = high
             self._open = self._split = None
             raise
 
