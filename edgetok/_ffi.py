@@ -501,13 +501,67 @@ class GrowingPiece:
         return int(self._cnt[n - 1]) if n else 0
 
 
+MAX_ID = 0x7FFFFFFE  # ids are < 2^31 - 1 (edgetok.h; ET_NONE and flag bits stay free)
+
+
+def _is_id(i: object) -> bool:
+    return type(i) is int and 0 <= i <= MAX_ID  # type: ignore[operator]
+
+
+def _byte_list(bs: "Iterable[int]") -> str:
+    """Bytes as hex ranges: 0x00-0x60, 0x63, ..."""
+    runs: list[list[int]] = []
+    for b in sorted(bs):
+        if runs and runs[-1][1] == b - 1:
+            runs[-1][1] = b
+        else:
+            runs.append([b, b])
+    return ", ".join(f"0x{a:02x}" if a == b else f"0x{a:02x}-0x{b:02x}" for a, b in runs)
+
+
+def _check_bpe_vocab(tokens: list[tuple[bytes, int]], specials: list[tuple[bytes, int]],
+                     source: str) -> None:
+    """What et_compile_bpe and the loader require, said in words (and before the C core sees
+    the vocabulary): non-empty distinct tokens, distinct ids in 0 .. MAX_ID, at least one
+    ordinary token, and a token for every single byte unless there are 256 ids or more."""
+    if not tokens:
+        raise ModelError(f"{source}: the vocabulary has no ordinary token")
+    for t, i in (*tokens, *specials):
+        if type(t) is not bytes or not t:
+            raise ModelError(f"{source}: token {t!r} (id {i!r}) is empty or not bytes")
+        if not _is_id(i):
+            raise ModelError(f"{source}: token {t!r} has id {i!r}; ids must be integers in "
+                             f"0 .. 2^31 - 2")
+    if len({t for t, _ in tokens}) != len(tokens):
+        seen: dict[bytes, int] = {}
+        for t, i in tokens:
+            if t in seen:
+                raise ModelError(f"{source}: token {t!r} appears twice (ids {seen[t]} and {i})")
+            seen[t] = i
+    ids = [i for _, i in tokens] + [i for _, i in specials]
+    if len(set(ids)) != len(ids):
+        owner: dict[int, bytes] = {}
+        for t, i in (*tokens, *specials):
+            if i in owner:
+                raise ModelError(f"{source}: id {i} is given to two tokens ({owner[i]!r} and {t!r})")
+            owner[i] = t
+    n_vocab = max(ids) + 1
+    if n_vocab < 256:
+        missing = set(range(256)) - {t[0] for t, _ in tokens if len(t) == 1}
+        raise ModelError(f"{source}: a BPE vocabulary needs a token for every single byte, or "
+                         f"256 ids at least; this one has {n_vocab} id{'s' * (n_vocab > 1)} and no token for "
+                         f"{len(missing)} bytes ({_byte_list(missing)})")
+
+
 def compile_bpe(tokens: list[tuple[bytes, int]], specials: list[tuple[bytes, int]],
                 pattern: str, pretokenizer: str = "cl100k", nfc: bool = False,
-                added: frozenset[int] = frozenset()) -> bytes:
+                added: frozenset[int] = frozenset(), source: str = "vocabulary") -> bytes:
     """Compile a BPE vocabulary (rank == id) into an .etok image, with one of the regex-free
     pretokenizers (PRETOK_KINDS; "regex": pieces cut in Python with pattern, else pattern is
     recorded for information); nfc: text is NFC-normalised before encoding; added: ids of
-    specials that are added tokens ordinary text matches (Hugging Face's non-special ones)."""
+    specials that are added tokens ordinary text matches (Hugging Face's non-special ones).
+    A vocabulary the C core would refuse is a ModelError naming source and what is wrong."""
+    _check_bpe_vocab(tokens, specials, source)
 
     def pack(items: list[tuple[bytes, int]]) -> tuple[bytes, object, object]:
         blob = b"".join(b for b, _ in items)
@@ -518,36 +572,74 @@ def compile_bpe(tokens: list[tuple[bytes, int]], specials: list[tuple[bytes, int
 
     blob, off, ids = pack(tokens)
     sblob, soff, sids = pack(specials)
+    if len(blob) + len(sblob) > 0xFFFFFFFF:
+        raise ModelError(f"{source}: the tokens hold more than 4 GiB")
     out = ffi.new("uint8_t **")
     out_len = ffi.new("size_t *")
     sadded = bytes(int(i in added) for _, i in specials) or b"\0"
     rc = lib.et_compile_bpe(blob, off, ids, len(tokens), sblob, soff, sids, sadded, len(specials),
                             *PRETOK_KINDS[pretokenizer], lib.ET_COMPILE_NFC if nfc else 0,
                             pattern.encode(), out, out_len)
-    if rc == lib.ET_E_VOCAB:
-        raise ModelError("vocabulary cannot be compiled: its tokens must be distinct and "
-                         "non-empty, with distinct ids")
-    check(rc, "compile")
+    check(rc, f"{source}: cannot compile the vocabulary")
     try:
         return ffi.buffer(out[0], out_len[0])[:]
     finally:
         lib.et_free(out[0])
 
 
+SP_TRIE_TYPES = (1, 4, 5)  # normal, user-defined, unused: the pieces text is matched against
+FLOAT_MAX = 3.4028234663852886e38
+
+
+def _check_unigram(pieces: list[bytes], scores: list[float], types: bytes, unk_id: int,
+                   bos_id: int | None, eos_id: int | None, source: str) -> None:
+    """What et_compile_unigram requires (and sentencepiece too), said in words."""
+    n = len(pieces)
+    if not n:
+        raise ModelError(f"{source}: the vocabulary is empty")
+    if n > MAX_ID + 1 or len(scores) != n or len(types) != n:
+        raise ModelError(f"{source}: {n} pieces with {len(scores)} scores and {len(types)} types")
+    for i, (p, sc, t) in enumerate(zip(pieces, scores, types)):
+        if type(p) is not bytes or not p:
+            raise ModelError(f"{source}: piece {i} is empty")
+        if not 1 <= t <= 6:
+            raise ModelError(f"{source}: piece {i} ({p!r}) has type {t}; types are 1 to 6")
+        if type(sc) is not float or not -FLOAT_MAX <= sc <= FLOAT_MAX:
+            raise ModelError(f"{source}: piece {i} ({p!r}) has score {sc!r}, not a finite float")
+    trie = [(p, i) for i, p in enumerate(pieces) if types[i] in SP_TRIE_TYPES]
+    if not trie:
+        raise ModelError(f"{source}: the vocabulary has no ordinary token (no piece of type "
+                         "normal, user-defined or unused)")
+    if len({p for p, _ in trie}) != len(trie):
+        seen: dict[bytes, int] = {}
+        for p, i in trie:
+            if p in seen:
+                raise ModelError(f"{source}: piece {p!r} appears twice (ids {seen[p]} and {i})")
+            seen[p] = i
+    for what, i in (("unknown", unk_id), ("BOS", bos_id), ("EOS", eos_id)):
+        if (i is not None or what == "unknown") and not (type(i) is int and 0 <= i < n):
+            raise ModelError(f"{source}: the {what} piece's id {i!r} is not one of the "
+                             f"{n} pieces")
+
+
 def compile_unigram(pieces: list[bytes], scores: list[float], types: bytes, charsmap: bytes,
                     flags: int, unk_id: int, unk_surface: str, bos_id: int | None = None,
-                    eos_id: int | None = None) -> bytes:
-    """An .etok image of a SentencePiece Unigram model (see et_compile_unigram)."""
+                    eos_id: int | None = None, source: str = "SentencePiece model") -> bytes:
+    """An .etok image of a SentencePiece Unigram model (see et_compile_unigram). A model the
+    C core would refuse is a ModelError naming source and what is wrong."""
+    _check_unigram(pieces, scores, types, unk_id, bos_id, eos_id, source)
     off = [0]
     for p in pieces:
         off.append(off[-1] + len(p))
+    if off[-1] > 0xFFFFFFFF:
+        raise ModelError(f"{source}: the pieces hold more than 4 GiB")
     out = ffi.new("uint8_t **")
     out_len = ffi.new("size_t *")
     rc = lib.et_compile_unigram(b"".join(pieces), ffi.new("uint32_t[]", off), len(pieces),
                                 ffi.new("float[]", scores), types, charsmap, len(charsmap),
                                 flags, unk_id, NONE if bos_id is None else bos_id,
                                 NONE if eos_id is None else eos_id, unk_surface.encode(), out, out_len)
-    check(rc, "cannot compile the SentencePiece model")
+    check(rc, f"{source}: cannot compile the SentencePiece model")
     try:
         return ffi.buffer(out[0], out_len[0])[:]
     finally:

@@ -5,9 +5,10 @@ import base64
 import gzip
 import hashlib
 import json
+import zlib
 from pathlib import Path
 
-from ._ffi import ModelError, compile_bpe
+from ._ffi import MAX_ID, ModelError, compile_bpe
 
 CL100K_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
@@ -60,7 +61,12 @@ P50K_SHA256 = "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069"
 def read_tiktoken(path: str | Path) -> bytes:
     """The bytes of a tiktoken vocabulary file (gzip-compressed or not)."""
     raw = Path(path).read_bytes()
-    return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    try:
+        return gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError
+        raise ModelError(f"{path}: a damaged gzip file ({e})") from None
 
 
 def parse_tiktoken(data: bytes, source: str = "vocabulary") -> list[tuple[bytes, int]]:
@@ -71,9 +77,14 @@ def parse_tiktoken(data: bytes, source: str = "vocabulary") -> list[tuple[bytes,
             continue
         try:
             b64, rank = line.split()
-            tokens.append((base64.b64decode(b64, validate=True), int(rank)))
+            token, i = base64.b64decode(b64, validate=True), int(rank)
         except ValueError as e:
             raise ModelError(f"{source}:{lineno}: not a tiktoken vocabulary line ({e})") from None
+        if not 0 <= i <= MAX_ID:
+            shown = rank.decode(errors="replace")
+            shown = shown if len(shown) <= 24 else shown[:20] + "..."
+            raise ModelError(f"{source}:{lineno}: rank {shown} is not in 0 .. 2^31 - 2")
+        tokens.append((token, i))
     if not tokens:
         raise ModelError(f"{source}: no tokens")
     return tokens
@@ -101,7 +112,7 @@ def compile_tiktoken(path: str | Path, *, specials: dict[str, int] | None = None
     spec = [(k.encode(), v) for k, v in (specials or {}).items()]
     if pattern is None:
         pattern = PATTERNS.get(pretokenizer) or json.dumps(SEQUENCES[pretokenizer])
-    return compile_bpe(tokens, spec, pattern, pretokenizer)
+    return compile_bpe(tokens, spec, pattern, pretokenizer, source=str(path))
 
 
 def is_sentencepiece(path: str | Path) -> bool:
@@ -193,7 +204,8 @@ def build_builtin(out_dir: str | Path) -> list[Path]:
     for name, data in vocabs.items():
         dst = Path(out_dir) / f"{name}.etok"
         tokens = parse_tiktoken(data, name)
-        dst.write_bytes(compile_bpe(tokens, [(b"<|endoftext|>", 50256)], GPT2_PATTERN, "gpt2"))
+        dst.write_bytes(compile_bpe(tokens, [(b"<|endoftext|>", 50256)], GPT2_PATTERN, "gpt2",
+                                    source=name))
         out.append(dst)
     return out
 

@@ -15,6 +15,8 @@ from ._ffi import ModelError
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
             10: "<Q", 11: "<q", 12: "<d"}
 _STRING, _ARRAY = 8, 9
+MAX_DEPTH = 8  # arrays of arrays nested deeper than this are refused (no tokenizer has any)
+_MISSING = object()
 
 
 class _Reader:
@@ -34,7 +36,7 @@ class _Reader:
     def string(self) -> bytes:
         return self.take(self.scalar("<Q"))
 
-    def value(self, vtype: int, want: bool) -> Any:
+    def value(self, vtype: int, want: bool, depth: int = 0) -> Any:
         if vtype in _SCALARS:
             return self.scalar(_SCALARS[vtype])
         if vtype == _STRING:
@@ -54,7 +56,14 @@ class _Reader:
                     out.append(s)
             return out if want else None
         if n and etype == _ARRAY:
-            return [self.value(_ARRAY, want) for _ in range(n)] if want else None
+            if depth >= MAX_DEPTH:
+                raise ModelError(f"{self.source}: GGUF arrays nested more than {MAX_DEPTH} deep")
+            out = []
+            for _ in range(n):
+                v = self.value(_ARRAY, want, depth + 1)
+                if want:
+                    out.append(v)
+            return out if want else None
         raise ModelError(f"{self.source}: unsupported GGUF array of type {etype}")
 
 
@@ -86,3 +95,48 @@ def read_metadata(path: str | Path, prefix: str = "tokenizer.") -> dict[str, Any
     finally:
         if isinstance(buf, mmap.mmap):
             buf.close()
+
+
+# typed access to read_metadata's result: a value of another type is the file's fault
+
+def _bad(source: str, key: str, what: str, got: Any) -> ModelError:
+    return ModelError(f"{source}: GGUF key {key} is {type(got).__name__}, not {what}")
+
+
+def string(md: dict[str, Any], key: str, source: str, default: Any = _MISSING) -> bytes:
+    """A string value (raw bytes); ModelError when missing and there is no default."""
+    v = md.get(key, default)
+    if v is _MISSING:
+        raise ModelError(f"{source}: GGUF key {key} is missing")
+    if v is not default and type(v) is not bytes:
+        raise _bad(source, key, "a string", v)
+    return v  # type: ignore[no-any-return]
+
+
+def integer(md: dict[str, Any], key: str, source: str, default: Any = None) -> Any:
+    """An integer (or boolean) value, or default when missing."""
+    v = md.get(key, default)
+    if v is not default and type(v) not in (int, bool):
+        raise _bad(source, key, "an integer", v)
+    return v
+
+
+def array(md: dict[str, Any], key: str, elem: type, source: str, n: int | None = None,
+          required: bool = False) -> list[Any] | None:
+    """An array of strings (elem bytes), integers (int) or numbers (float: integers are
+    converted) of n elements if n is given; None when missing or empty, unless required."""
+    v = md.get(key)
+    if v is None or v == []:
+        if required:
+            raise ModelError(f"{source}: GGUF key {key} is missing or empty")
+        return None
+    if type(v) is not list:
+        raise _bad(source, key, "an array", v)
+    ok = (float, int) if elem is float else (int, bool) if elem is int else (elem,)
+    for i, x in enumerate(v):
+        if type(x) not in ok:
+            raise ModelError(f"{source}: GGUF key {key}: element {i} is {type(x).__name__}, "
+                             f"not {elem.__name__}")
+    if n is not None and len(v) != n:
+        raise ModelError(f"{source}: GGUF key {key} has {len(v)} elements for {n} tokens")
+    return [float(x) for x in v] if elem is float else v

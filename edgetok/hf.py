@@ -136,38 +136,75 @@ def compile_byte_level(vocab: list[tuple[str, int]], merges: list[tuple[str, str
               if i not in added_ids and (t in seen or all(c in alphabet for c in t))]
     family, pattern = pretokenizer_for(patterns, source)
     return compile_bpe(tokens, [(t, i) for t, i, _ in added], pattern, family, nfc,
-                       frozenset(i for _, i, special in added if not special))
+                       frozenset(i for _, i, special in added if not special), source)
 
 
-def _splits(pre: dict[str, Any] | None, source: str) -> list[str]:
+MAX_NESTING = 32  # pre-tokenizer Sequences nested deeper than this are refused
+
+
+def _obj(x: Any, what: str, source: str) -> dict[str, Any]:
+    if type(x) is not dict:
+        raise ModelError(f"{source}: {what} is {type(x).__name__}, not an object")
+    return x
+
+
+def _str(x: Any, what: str, source: str) -> str:
+    if type(x) is not str:
+        raise ModelError(f"{source}: {what} is {type(x).__name__}, not a string")
+    return x
+
+
+def _id(x: Any, what: str, source: str) -> int:
+    if type(x) is not int or not 0 <= x < 0x7FFFFFFF:
+        raise ModelError(f"{source}: {what} has id {x!r}; ids must be integers in 0 .. 2^31 - 2")
+    return x
+
+
+def _utf8(s: str, what: str, source: str) -> bytes:
+    try:
+        return s.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, from a \ud800 escape
+        raise ModelError(f"{source}: {what} {s!r} is not valid Unicode") from None
+
+
+def _splits(pre: Any, source: str, depth: int = 0) -> list[str]:
     """The regexes of a tokenizer.json pre_tokenizer, applied in turn."""
     if pre is None:
         raise ModelError(f"{source}: no pre_tokenizer (byte-level BPE needs one)")
+    pre = _obj(pre, "a pre_tokenizer", source)
     kind = pre.get("type")
     if kind == "Sequence":
-        return [p for sub in pre.get("pretokenizers", []) for p in _splits(sub, source)]
+        subs = pre.get("pretokenizers", [])
+        if type(subs) is not list:
+            raise ModelError(f"{source}: Sequence pretokenizers is {type(subs).__name__}, "
+                             "not a list")
+        if depth >= MAX_NESTING:
+            raise ModelError(f"{source}: pre-tokenizer Sequences nested more than "
+                             f"{MAX_NESTING} deep")
+        return [p for sub in subs for p in _splits(sub, source, depth + 1)]
     if kind == "ByteLevel":
         if pre.get("add_prefix_space"):
             raise ModelError(f"{source}: ByteLevel add_prefix_space is not supported")
         return [HF_GPT2_PATTERN] if pre.get("use_regex", True) else []
     if kind == "Split":
-        pat = pre.get("pattern", {})
+        pat = _obj(pre.get("pattern"), "a Split pattern", source)
         if pre.get("behavior") != "Isolated" or pre.get("invert"):
             raise ModelError(f"{source}: Split with behavior {pre.get('behavior')!r} "
                              f"(invert={pre.get('invert')}) is not supported")
         if "Regex" in pat:
-            return [pat["Regex"]]
+            return [_str(pat["Regex"], "a Split regex", source)]
         import regex
 
-        return [regex.escape(pat["String"])]
+        return [regex.escape(_str(pat.get("String"), "a Split string", source))]
     if kind == "Digits":
         return [r"\p{N}" if pre.get("individual_digits") else r"\p{N}+"]
     raise ModelError(f"{source}: pre-tokenizer {kind!r} is not supported")
 
 
-def _nfc(norm: dict[str, Any] | None, source: str) -> bool:
+def _nfc(norm: Any, source: str) -> bool:
     if norm is None:
         return False
+    norm = _obj(norm, "the normalizer", source)
     if norm.get("type") == "NFC":
         return True
     if norm.get("type") == "Sequence" and not norm.get("normalizers"):
@@ -175,31 +212,45 @@ def _nfc(norm: dict[str, Any] | None, source: str) -> bool:
     raise ModelError(f"{source}: normalizer {norm.get('type')!r} is not supported")
 
 
+def _merge(m: Any, k: int, source: str) -> tuple[str, str]:
+    """Merge k of a tokenizer.json: "a b" or ["a", "b"]."""
+    pair = m.split(" ", 1) if type(m) is str else m
+    if type(pair) is not list or len(pair) != 2 or any(type(x) is not str for x in pair):
+        raise ModelError(f"{source}: merge {k} ({m!r}) is not a pair of tokens")
+    return pair[0], pair[1]
+
+
 def read_tokenizer_json(path: str | Path) -> bytes:
     """Compile a Hugging Face tokenizer.json holding a byte-level BPE model."""
     source = str(path)
     try:
-        spec = json.loads(Path(path).read_text(encoding="utf-8"))
-        model = spec["model"]
-    except (ValueError, KeyError, TypeError) as e:
+        spec = json.loads(Path(path).read_bytes().decode("utf-8"))
+    except RecursionError:
+        raise ModelError(f"{source}: not a tokenizer.json (nested too deeply)") from None
+    except ValueError as e:  # not UTF-8, not JSON
         raise ModelError(f"{source}: not a tokenizer.json ({e})") from None
-    try:
-        if model.get("type") != "BPE":
-            raise ModelError(f"{source}: model type {model.get('type')!r}; only BPE is supported")
-        merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m)
-                  for m in model.get("merges", [])]
-        if any(len(m) != 2 for m in merges):
-            raise ModelError(f"{source}: a merge that is not a pair")
-        added = [(t["content"].encode(), int(t["id"]), bool(t.get("special", True)))
-                 for t in spec.get("added_tokens") or []]
-        vocab = [(t, int(i)) for t, i in model["vocab"].items()]
-        splits = _splits(spec.get("pre_tokenizer"), source)
-        nfc = _nfc(spec.get("normalizer"), source)
-    except ModelError:
-        raise
-    except (KeyError, TypeError, AttributeError, ValueError) as e:  # a malformed structure
-        raise ModelError(f"{source}: not a tokenizer.json this importer understands "
-                         f"({type(e).__name__}: {e})") from None
+    spec = _obj(spec, "the file", source)
+    model = _obj(spec.get("model"), "the model", source)
+    if model.get("type") != "BPE":
+        raise ModelError(f"{source}: model type {model.get('type')!r}; only BPE is supported")
+    merges_in = model.get("merges", [])
+    if type(merges_in) is not list:
+        raise ModelError(f"{source}: the merges are {type(merges_in).__name__}, not a list")
+    merges = [_merge(m, k, source) for k, m in enumerate(merges_in)]
+    added_in = spec.get("added_tokens") or []
+    if type(added_in) is not list:
+        raise ModelError(f"{source}: added_tokens is {type(added_in).__name__}, not a list")
+    added = []
+    for k, t in enumerate(added_in):
+        t = _obj(t, f"added token {k}", source)
+        content = _str(t.get("content"), f"added token {k}'s content", source)
+        added.append((_utf8(content, "added token", source),
+                      _id(t.get("id"), f"added token {content!r}", source),
+                      bool(t.get("special", True))))
+    vocab = [(_str(t, "a token", source), _id(i, f"token {t!r}", source))
+             for t, i in _obj(model.get("vocab"), "the vocab", source).items()]
+    splits = _splits(spec.get("pre_tokenizer"), source)
+    nfc = _nfc(spec.get("normalizer"), source)
     return compile_byte_level(vocab, merges, added, splits, nfc, source)
 
 
@@ -208,18 +259,13 @@ def read_gguf(path: str | Path) -> bytes:
     or Unigram."""
     from .gguf import read_metadata
 
-    source = str(path)
-    try:
-        return _compile_gguf(read_metadata(path), source)
-    except ModelError:
-        raise
-    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as e:  # malformed
-        raise ModelError(f"{source}: a GGUF tokenizer this importer does not understand "
-                         f"({type(e).__name__}: {e})") from None
+    return _compile_gguf(read_metadata(path), str(path))
 
 
 def _compile_gguf(md: dict[str, Any], source: str) -> bytes:
-    kind = md.get("tokenizer.ggml.model", b"").decode()
+    from . import gguf
+
+    kind = gguf.string(md, "tokenizer.ggml.model", source, b"").decode("utf-8", "replace")
     if kind in ("llama", "t5"):  # SentencePiece BPE and Unigram
         from .spm import from_gguf
 
@@ -227,14 +273,25 @@ def _compile_gguf(md: dict[str, Any], source: str) -> bytes:
     if kind != "gpt2":
         raise ModelError(f"{source}: {kind!r} vocabularies in GGUF files are not supported yet "
                          "(byte-level BPE and SentencePiece ones are)")
-    pre = md.get("tokenizer.ggml.pre", b"default").decode()
+    raw = gguf.array(md, "tokenizer.ggml.tokens", bytes, source, required=True) or []
+    toks = []
+    for i, t in enumerate(raw):
+        try:
+            toks.append(t.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise ModelError(f"{source}: token {i} ({t!r}) is not UTF-8") from None
+    types = gguf.array(md, "tokenizer.ggml.token_type", int, source, len(toks)) or [1] * len(toks)
+    merges = []
+    for k, m in enumerate(gguf.array(md, "tokenizer.ggml.merges", bytes, source) or []):
+        try:
+            merges.append(_merge(m.decode("utf-8"), k, source))
+        except UnicodeDecodeError:
+            raise ModelError(f"{source}: merge {k} ({m!r}) is not UTF-8") from None
+    pre = gguf.string(md, "tokenizer.ggml.pre", source, b"default").decode("utf-8", "replace")
     if pre not in GGUF_PRE:
         raise ModelError(f"{source}: pre-tokenizer {pre!r} is not supported "
                          f"(known: {', '.join(sorted(GGUF_PRE))})")
     patterns, nfc = GGUF_PRE[pre]
-    toks = [t.decode("utf-8") for t in md["tokenizer.ggml.tokens"]]
-    types = md.get("tokenizer.ggml.token_type") or [1] * len(toks)
-    merges = [tuple(m.decode("utf-8").split(" ", 1)) for m in md.get("tokenizer.ggml.merges", [])]
     # control (3) and user-defined (4) tokens are spelled as plain text, not in byte-level form;
     # user-defined ones are Hugging Face's non-special added tokens
     added = [(t.encode(), i, types[i] == 3) for i, t in enumerate(toks) if types[i] in (3, 4)]
