@@ -119,17 +119,19 @@ def test_chunk_streams_before_the_input_ends(ref, corpora):  # type: ignore[no-u
     assert p.wait(30) == 0
 
 
-def test_encode_writes_while_the_input_pauses(ref):  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("first,second", [("Hello world, the first part of it.\n", "and more\n"),
+                                          ("hi\n", "more\n")])  # the issue's own case
+def test_encode_writes_while_the_input_pauses(ref, first, second):  # type: ignore[no-untyped-def]
     # `(echo ...; sleep; echo ...) | edgetok encode`: what no later text can change comes out
-    # while the writer waits, and the whole is exactly the ids of the whole text
-    first, second = "Hello world, the first part of it.\n", "and more\n"
+    # while the writer waits (all but the last piece: "hi" before "\n"), and the whole is
+    # exactly the ids of the whole text
     want = ref.encode(first + second)
+    settled = " ".join(map(str, ref.encode(first)[:-1])).encode()  # here: the last piece is one token
     p = subprocess.Popen([*EXE, "encode"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert p.stdin is not None and p.stdout is not None
     p.stdin.write(first.encode())
     p.stdin.flush()
-    early = read_until(p.stdout.fileno(), lambda got: got.endswith(b" ") or
-                       len(got.split()) >= len(ref.encode("Hello world, the first part")))
+    early = read_until(p.stdout.fileno(), lambda got: got.rstrip().startswith(settled))
     ids = [int(x) for x in early.split()]
     assert ids and ids == want[:len(ids)]
     p.stdin.write(second.encode())

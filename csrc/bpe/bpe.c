@@ -59,6 +59,15 @@ static inline int stream_cut(const et_model *m, const uint8_t *t, size_t len, si
     }
 }
 
+/* Whether the character at i < len is all there: more text cannot make it another one. A
+ * stream cut before the last piece needs that (its rules read the character at the cut), as
+ * the next piece's start guarantees for the others. */
+static inline int whole_char(const uint8_t *t, size_t len, size_t i)
+{
+    size_t n;
+    return t[i] < 0x80u || et_utf8_decode(t, len, i, &n) != 0xFFFFFFFFu || len - i >= 4;
+}
+
 #ifndef SMALL_PIECE_OVERRIDE
 #define SMALL_PIECE 64u /* pieces up to this many bytes use the array scan (measured: bench) */
 #else
@@ -545,12 +554,12 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
     }
     while (i < len && n <= limit) {
         size_t e = next_piece(m, t, len, i);
-        if (!final) {
-            if (e == len) break; /* the last piece may still grow */
-            if (i > 0 && stream_cut(m, t, len, prev, i)) { /* (the text goes on past i: e < len) */
+        if (!final) { /* (the character at i must be all there: see whole_char) */
+            if (i > 0 && (e < len || whole_char(t, len, i)) && stream_cut(m, t, len, prev, i)) {
                 cut = i;
                 cut_n = n;
             }
+            if (e == len) break; /* the last piece may still grow */
         }
         const uint32_t *ids;
         size_t k = piece_ids(ws, t + i, e - i, len - i, &one, &ids, &rc);
@@ -944,12 +953,12 @@ int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned fla
     int rc = ET_OK;
     while (i < len) {
         size_t e = next_piece(m, t, len, i);
-        if (!(flags & ET_FINAL)) {
-            if (e == len) break;
-            if (i > 0 && stream_cut(m, t, len, prev, i)) { /* as in run() */
+        if (!(flags & ET_FINAL)) { /* as in run() */
+            if (i > 0 && (e < len || whole_char(t, len, i)) && stream_cut(m, t, len, prev, i)) {
                 cut = i;
                 cut_n = n;
             }
+            if (e == len) break;
         }
         if (n == cap) {
             rc = ET_E_FULL;
