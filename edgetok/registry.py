@@ -7,6 +7,7 @@ from pathlib import Path
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from ._ffi import Model
     from .encoding import Encoding
 
 DATA = Path(__file__).parent / "data"
@@ -62,13 +63,50 @@ def _cached(p: Path, options: str = "") -> Path | None:
 
 
 CACHE_KEEP = 16  # compiled models kept in the cache; the least recently used go first
+STALE_TMP = 600  # seconds after which a *.tmp in the cache is a failed write's leftover
+# cache entries whose checksum this process has verified, by (device, inode, size): each is
+# checked once per process, as it is first opened (the cache writes by rename, so a new
+# entry is a new inode)
+_verified: set[tuple[int, int, int]] = set()
 
 
 def _prune(folder: Path) -> None:
-    """Keeps the CACHE_KEEP most recently used compiled models (an entry is touched on use)."""
-    entries = sorted(folder.glob("*.etok"), key=lambda q: q.stat().st_mtime, reverse=True)
-    for old in entries[CACHE_KEEP:]:
-        old.unlink(missing_ok=True)
+    """Keeps the CACHE_KEEP most recently used compiled models (an entry is touched on use)
+    and removes *.tmp files older than STALE_TMP seconds (writes that failed half-way)."""
+    import time
+
+    def mtime(q: Path) -> float:
+        try:
+            return q.stat().st_mtime
+        except OSError:  # gone: pruned by another process
+            return 0.0
+
+    entries = sorted(folder.glob("*.etok"), key=mtime, reverse=True)
+    stale = time.time() - STALE_TMP
+    for old in entries[CACHE_KEEP:] + [t for t in folder.glob("*.tmp") if mtime(t) < stale]:
+        try:
+            old.unlink()
+        except OSError:
+            pass
+
+
+def _open_cached(cached: Path) -> "Model | None":
+    """The compiled model in cache entry cached, its checksum verified if this process has not
+    done so yet; None when it is missing, damaged, or from another format."""
+    from ._ffi import Model, ModelError
+
+    try:
+        st = cached.stat()
+        key = (st.st_dev, st.st_ino, st.st_size)
+        model = Model.open(str(cached), hugepages=_hugepages(), verify=key not in _verified)
+    except (OSError, ModelError):
+        return None
+    _verified.add(key)
+    try:
+        os.utime(cached)  # most recently used: kept longest
+    except OSError:
+        pass
+    return model
 
 
 def load(path: str | os.PathLike[str], *, name: str | None = None,
@@ -91,32 +129,25 @@ def load(path: str | os.PathLike[str], *, name: str | None = None,
                              "SentencePiece .model")
         model = Model.open(str(p), hugepages=_hugepages())
     else:
-        from ._ffi import ModelError
-
         cached = _cached(p, "fairseq" if fairseq_ids else "")
-        model = None
-        if cached is not None and cached.exists():
-            try:
-                model = Model.open(str(cached), hugepages=_hugepages())
-                model.source = str(p)
-                try:
-                    os.utime(cached)  # most recently used: kept longest
-                except OSError:
-                    pass
-            except ModelError:
-                model = None  # damaged or from another format: compile again
-        if model is None:
+        model = _open_cached(cached) if cached is not None else None
+        if model is not None:
+            model.source = str(p)
+        else:  # not cached, or a damaged entry: compile (again), replace the entry by rename
             from .compiler import compile_source
 
             image = compile_source(p, fairseq_ids=fairseq_ids)
             model = Model.from_bytes(image, str(p))
             if cached is not None:
+                tmp = cached.with_suffix(f".{os.getpid()}.tmp")
                 try:
                     cached.parent.mkdir(parents=True, exist_ok=True)
-                    tmp = cached.with_suffix(f".{os.getpid()}.tmp")
                     tmp.write_bytes(image)
                     tmp.replace(cached)
                     _prune(cached.parent)
-                except OSError:
-                    pass  # a read-only cache only costs the next run a compile
+                except OSError:  # a read-only or full cache only costs the next run a compile
+                    try:
+                        tmp.unlink()
+                    except OSError:
+                        pass
     return Encoding(name or p.name.split(".")[0], model)
