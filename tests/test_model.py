@@ -101,3 +101,15 @@ def test_vocabulary_without_backtracking_uses_the_heap(ref, tmp_path):  # type: 
     for text in ("qqzzqqzz" * 50, "abracadabra" * 30, "the quick brown fox " * 20, "=" * 500):
         assert mine.encode_ordinary(text) == small.encode_ordinary(text)
     assert edgetok.get_encoding("cl100k_base").model.backtracks
+
+
+def test_regex_is_a_dependency_imported_only_when_needed():  # type: ignore[no-untyped-def]
+    # --pattern, regex-fallback models (Qwen3.5, Falcon, DeepSeek) and any .etok compiled from
+    # one need `regex` at run time: installed with edgetok, but not imported by `import edgetok`
+    tomllib = pytest.importorskip("tomllib")
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert any(d.split(">")[0].split("=")[0].strip() == "regex" for d in deps), deps
+    code = ("import sys, edgetok; edgetok.get_encoding('cl100k_base').encode('x'); "
+            "print('regex' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"
