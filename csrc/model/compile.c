@@ -273,7 +273,8 @@ static int compile_image(const uint8_t *bytes, const uint32_t *off, const uint32
     memcpy(img, &h, sizeof h);
     if (bpe) {   /* the backtracking encoder's tables, computed with the model as laid out so far */
         et_model *m = NULL;
-        if ((rc = et_model_from_buffer(img, pos, 0, &m))) goto done;
+        /* the loader refuses it: fewer than 256 ids without a token for every byte */
+        if (et_model_from_buffer(img, pos, 0, &m)) { rc = ET_E_VOCAB; goto done; }
         int ok = et_bpe_tables(m, (uint32_t *)(img + h.sec[ET_SEC_SPLIT].off),
                                (uint32_t *)(img + h.sec[ET_SEC_PREFIX].off),
                                (uint32_t *)(img + h.sec[ET_SEC_TNODE].off));

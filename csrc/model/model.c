@@ -289,7 +289,8 @@ void et_model_close(et_model *m)
 /* The tables the encoders follow, checked whole (what loading leaves to bounds checks and
  * bounded walks, to keep et_model_open O(1)): token offsets ascend within the blob; every
  * trie value is a token whose own bytes lead back to its cell (so a token's length is its
- * depth); BPE: TNODE names the token's cell, PREFIX a strictly shorter token, SPLIT two
+ * depth); BPE: TNODE names the token's cell, PREFIX a shorter token that the token starts
+ * with, SPLIT two
  * lower ids whose lengths add up (the walks of the backtracking encoder end). */
 static int check_tables(const et_model *m)
 {
@@ -317,7 +318,11 @@ static int check_tables(const et_model *m)
         if (s != ET_NONE && (s >= m->n_cells || et_value(m, s) != t)) return ET_E_FORMAT;
         if (!(m->flags & ET_FLAG_BACKTRACK)) continue; /* PREFIX, SPLIT: backtracking only */
         uint32_t pre = m->prefix[t], a = m->split[2u * t], b = m->split[2u * t + 1u];
-        if (pre != ET_NONE && (pre >= m->n_vocab || et_tok(m, pre, &p) >= l)) return ET_E_FORMAT;
+        if (pre != ET_NONE) { /* a shorter token that t's bytes start with */
+            const uint8_t *q = NULL;
+            uint32_t lp = pre < m->n_vocab ? et_tok(m, pre, &q) : 0;
+            if (!lp || lp >= l || memcmp(p, q, lp) != 0) return ET_E_FORMAT;
+        }
         if (a == t && b == t) continue;
         if (a >= t || b >= t || (uint64_t)et_tok(m, a, &p) + et_tok(m, b, &p) != l)
             return ET_E_FORMAT;

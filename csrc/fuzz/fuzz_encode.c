@@ -1,0 +1,250 @@
+/* fuzz_encode: encoding and the budget operations on arbitrary bytes, for each model family,
+ * with the invariants that turn a logic bug into a crash.
+ *
+ * Models: ET_FUZZ_MODELS, paths separated by ':' (run.sh makes them with models.py).
+ * Input: byte 0 picks the model, bytes 1-6 the parameters (a streaming prefix, a shard start,
+ * a token budget, a range), the rest is the text.
+ *
+ * Invariants, byte-level BPE models: count == len(encode); decode(encode(x)) == x (without
+ * the bytes a model drops); streaming (non-final encode of a prefix, then the rest from where
+ * it stopped) == whole; et_shard_cut halves == whole; warm workspace == fresh; split_at's
+ * contract; count_range == count of the slice; count_limit stops at the piece boundary where
+ * the whole text's count passes the limit; for every piece, tiktoken's merge (small), the heap
+ * and the backtracking encoder give the same ids; et_piece_grow's counts == the heap's.
+ * SentencePiece models: count == len(encode), warm == fresh, decode measures what it writes.
+ *
+ * bpe.c is included, not linked, so that its merge functions can be compared directly. */
+#define _POSIX_C_SOURCE 200809L /* strdup, strtok_r */
+#include "../bpe/bpe.c"
+#include "fuzz_common.h"
+#include "fuzz_merge.h"
+
+#define MAX_MODELS 16
+#define MAX_TEXT 8192
+
+static et_model *models[MAX_MODELS];
+static et_ws *warm[MAX_MODELS];
+static size_t n_models;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    const char *env = getenv("ET_FUZZ_MODELS");
+    if (!env || !*env) {
+        fprintf(stderr, "fuzz_encode: set ET_FUZZ_MODELS to model paths separated by ':'\n");
+        exit(2);
+    }
+    char *list = strdup(env), *save = NULL;
+    for (char *p = strtok_r(list, ":", &save); p && n_models < MAX_MODELS;
+         p = strtok_r(NULL, ":", &save)) {
+        int rc = et_model_open(p, ET_LOAD_VERIFY, &models[n_models]);
+        if (rc) {
+            fprintf(stderr, "fuzz_encode: %s: %s\n", p, et_strerror(rc));
+            exit(2);
+        }
+        warm[n_models] = fz_ws(models[n_models], MAX_TEXT + 16);
+        n_models++;
+    }
+    free(list);
+    return 0;
+}
+
+/* encode(t[0..len)) complete, into a new array (*n ids). */
+static uint32_t *encode_all(et_ws **ws, const et_model *m, const uint8_t *t, size_t len,
+                            size_t *n)
+{
+    size_t cap = et_encode_bound(m, len) + 1, used = 0;
+    uint32_t *ids = fz_alloc(cap * 4);
+    int rc = fz_encode(ws, m, t, len, ids, cap, n, &used);
+    if (rc) fprintf(stderr, "encode: %s\n", et_strerror(rc));
+    CHECK(rc == ET_OK);
+    CHECK(used == len);
+    return ids;
+}
+
+static size_t count_all_of(et_ws **ws, const et_model *m, const uint8_t *t, size_t len)
+{
+    size_t c = 0, used = 0;
+    CHECK(fz_encode(ws, m, t, len, NULL, 0, &c, &used) == ET_OK);
+    CHECK(used == len);
+    return c;
+}
+
+/* SentencePiece models: what holds without a reference. */
+static void unigram_checks(et_ws **ws, et_ws **fresh, const et_model *m, const uint8_t *t,
+                           size_t len)
+{
+    size_t n = 0, nf = 0;
+    uint32_t *a = encode_all(ws, m, t, len, &n);
+    uint32_t *b = encode_all(fresh, m, t, len, &nf);
+    CHECK(same_ids(a, n, b, nf)); /* warm == fresh */
+    CHECK(count_all_of(ws, m, t, len) == n);
+    for (size_t i = 0; i < n; i++) CHECK(a[i] < et_model_n_vocab(m));
+    size_t dl = 0, dn = 0;
+    CHECK(et_decode_len(m, a, n, &dl) == ET_OK);
+    char *out = fz_alloc(dl + 1);
+    CHECK(et_decode(m, a, n, out, dl, &dn) == ET_OK);
+    CHECK(dn == dl);
+    free(out);
+    free(a);
+    free(b);
+}
+
+/* et_piece_grow over p[0..n) in two steps: each prefix's count is the heap's. */
+static void grow_checks(et_ws *ws, const et_model *m, const uint8_t *p, uint32_t n,
+                        uint32_t step)
+{
+    uint32_t *last = fz_alloc((size_t)n * 4), *cnt = fz_alloc((size_t)n * 4);
+    uint32_t *walks = fz_alloc(((size_t)m->max_token_len + 1) * 8);
+    size_t nw = 0, mid = step % (n + 1u);
+    CHECK(et_piece_grow(ws, (const char *)p, 0, mid, last, cnt, walks, &nw) == ET_OK);
+    CHECK(et_piece_grow(ws, (const char *)p, mid, n, last, cnt, walks, &nw) == ET_OK);
+    uint64_t *mem = fz_alloc((size_t)(n + 1) * 48);
+    uint32_t *h = fz_alloc((size_t)n * 4);
+    size_t at[3] = {n, mid ? mid : 1, (n + 1) / 2};
+    for (int k = 0; k < 3; k++) {
+        size_t e = at[k];
+        size_t nh = heap_merge(m, p, (uint32_t)e, mem, h);
+        CHECK(cnt[e - 1] == nh && last[e - 1] == h[nh - 1]);
+    }
+    free(mem);
+    free(h);
+    free(last);
+    free(cnt);
+    free(walks);
+}
+
+static void bpe_checks(et_ws **wsp, et_ws **fresh, const et_model *m, const uint8_t *t, size_t len,
+                       const uint32_t par[6])
+{
+    const int gaps = (m->flags & ET_FLAG_GAPS) != 0;
+    et_ws *ws = *wsp; /* a BPE workspace sized for the text never grows */
+    size_t n = 0, nf = 0;
+    uint32_t *a = encode_all(wsp, m, t, len, &n);
+
+    /* warm == fresh; count == len(encode) */
+    uint32_t *b = encode_all(fresh, m, t, len, &nf);
+    CHECK(same_ids(a, n, b, nf));
+    free(b);
+    CHECK(count_all_of(wsp, m, t, len) == n);
+
+    /* decode(encode(x)) == x, less the bytes the model drops */
+    size_t dl = 0, dn = 0;
+    CHECK(et_decode_len(m, a, n, &dl) == ET_OK);
+    uint8_t *dec = fz_alloc(dl + 1), *kept = fz_alloc(len + 1);
+    CHECK(et_decode(m, a, n, (char *)dec, dl, &dn) == ET_OK && dn == dl);
+    size_t nk = 0;
+    for (size_t i = 0; i < len; i++)
+        if (!gaps || m->byteids[t[i]] != ET_NONE) kept[nk++] = t[i];
+    CHECK(dl == nk && (nk == 0 || memcmp(dec, kept, nk) == 0));
+    free(dec);
+    free(kept);
+
+    /* streaming: text[0..p) without ET_FINAL, then the rest from where it stopped */
+    size_t prefixes[2] = {len, len ? par[0] % (len + 1) : 0};
+    for (int k = 0; k < 2; k++) {
+        size_t p = prefixes[k], cap = p + 1, got = 0, used = 0, got2 = 0;
+        uint32_t *s = fz_alloc(cap * 4);
+        CHECK(et_encode(ws, (const char *)t, p, 0, s, cap, &got, &used) == ET_OK);
+        CHECK(used <= p && got <= n && same_ids(s, got, a, got));
+        uint32_t *rest = encode_all(wsp, m, t + used, len - used, &got2);
+        CHECK(same_ids(rest, got2, a + got, n - got));
+        size_t c = 0, cu = 0;
+        CHECK(et_count(ws, (const char *)t, p, 0, &c, &cu) == ET_OK && c == got && cu == used);
+        free(rest);
+        free(s);
+    }
+
+    /* shard cuts: encoding the two halves apart gives the whole's ids */
+    if (len && m->pretok != ET_PRETOK_REGEX) {
+        size_t from = par[1] % len, cut = et_shard_cut(m, (const char *)t, len, from);
+        CHECK(cut >= from && cut <= len);
+        if (cut < len) {
+            size_t n1 = 0, n2 = 0;
+            uint32_t *x = encode_all(wsp, m, t, cut, &n1), *y = encode_all(wsp, m, t + cut, len - cut, &n2);
+            CHECK(n1 + n2 == n && same_ids(x, n1, a, n1) && same_ids(y, n2, a + n1, n2));
+            free(x);
+            free(y);
+        }
+    }
+
+    /* split_at: the longest prefix on a character boundary whose own encoding is the first
+     * k <= budget tokens of the text's */
+    size_t budget = par[2] % 64, cap = len + budget + 64, cut = 0, k = 0;
+    uint32_t *ids = fz_alloc(cap * 4);
+    size_t *ends = fz_alloc(cap * sizeof *ends);
+    int rc = et_split_at(ws, (const char *)t, len, budget, ids, ends, cap, &cut, &k);
+    if (gaps) {
+        CHECK(rc == ET_E_ARG);
+    } else {
+        CHECK(rc == ET_OK && cut <= len && k <= budget);
+        CHECK(char_boundary(t, len, cut));
+        size_t nc = 0;
+        uint32_t *own = encode_all(wsp, m, t, cut, &nc);
+        CHECK(same_ids(own, nc, ids, k));
+        CHECK(same_ids(ids, k, a, k)); /* the text's own first k tokens */
+        for (size_t x = 0; x < k; x++) CHECK(ends[x] <= cut && (x == 0 || ends[x] >= ends[x - 1]));
+        if (n <= budget) CHECK(cut == len && k == n);
+        free(own);
+    }
+    free(ids);
+    free(ends);
+
+    /* prefix counts, count_range == count of the slice, count_limit */
+    uint32_t *cum = fz_alloc((len + 1) * 4);
+    CHECK(et_prefix_counts(ws, (const char *)t, len, cum) == ET_OK);
+    CHECK(cum[len] == n && cum[0] == 0);
+    for (int r = 0; r < 2; r++) {
+        size_t i = (r ? par[3] : par[4]) % (len + 1), j = (r ? par[5] : par[3] + par[5]) % (len + 1);
+        if (i > j) { size_t tmp = i; i = j; j = tmp; }
+        size_t c = 0;
+        CHECK(et_count_range(ws, (const char *)t, len, cum, i, j, &c) == ET_OK);
+        CHECK(c == count_all_of(fresh, m, t + i, j - i));
+    }
+    size_t limit = par[2] % (n + 2), c = 0, used = 0;
+    CHECK(et_count_limit(ws, (const char *)t, len, limit, &c, &used) == ET_OK);
+    if (n <= limit) {
+        CHECK(c == n && used == len);
+    } else {
+        CHECK(c > limit && used <= len && cum[used] == c); /* a piece boundary of the text's */
+    }
+    free(cum);
+
+    /* every piece: the three merges agree; the longest one grown in two steps */
+    size_t np = 0, pu = 0, longest = 0, lstart = 0, start = 0;
+    size_t *pe = fz_alloc((len + 1) * sizeof *pe);
+    CHECK(et_pretokenize(m, (const char *)t, len, ET_FINAL, pe, len + 1, &np, &pu) == ET_OK);
+    CHECK(pu == len);
+    for (size_t x = 0; x < np; x++) {
+        CHECK(pe[x] > start && pe[x] <= len);
+        size_t pl = pe[x] - start;
+        if (!gaps && pl >= 2) merge_checks(m, t + start, (uint32_t)pl);
+        if (pl > longest) { longest = pl; lstart = start; }
+        start = pe[x];
+    }
+    if (!gaps && (m->flags & ET_FLAG_BACKTRACK) && longest && longest <= 1024)
+        grow_checks(ws, m, t + lstart, (uint32_t)longest, par[0]);
+    free(pe);
+    free(a);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1 || size > MAX_TEXT + 16) return 0;
+    size_t pick = fz_take(&data, &size, 1) % n_models;
+    uint32_t par[6];
+    for (int k = 0; k < 6; k++) par[k] = fz_take(&data, &size, 1);
+    par[0] |= fz_take(&data, &size, 1) << 8; /* the streaming prefix may be anywhere */
+    const et_model *m = models[pick];
+    et_ws *fresh = fz_ws(m, size + 16);
+    if (et_model_kind(m) == ET_MODEL_BPE)
+        bpe_checks(&warm[pick], &fresh, m, data, size, par);
+    else
+        unigram_checks(&warm[pick], &fresh, m, data, size);
+    free(fresh);
+    return 0;
+}
