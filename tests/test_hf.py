@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import struct
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -141,6 +142,7 @@ def same(enc, ref, text: str) -> None:  # type: ignore[no-untyped-def]
     assert enc.encode(text, allowed_special="all") == ref.encode(text, add_special_tokens=False).ids
 
 
+@pytest.mark.slow
 def test_tokenizer_json_real_text(hf, corpora):  # type: ignore[no-untyped-def]
     enc, ref = hf
     for text in corpora.values():
@@ -415,3 +417,25 @@ def test_model_cache_is_bounded(vocab, tmp_path, monkeypatch):  # type: ignore[n
         shutil.copyfile(vocab["gpt-2"], src)
         edgetok.load(src)
     assert len(list((tmp_path / "cache" / "models").glob("*.etok"))) == 3
+
+
+GAP_BYTES = st.lists(st.sampled_from([b"\xff", b"\xd0\x9f", b"\xd0", b"\x9f", b" ", b"a", b"'s",
+                                      b"!", b"\xe4\xb8\xad", b"\n", b"1", b"\xe1\xab\x8f"]),
+                     max_size=16).map(b"".join)
+
+
+@given(GAP_BYTES)
+@settings(max_examples=150, deadline=None)
+def test_count_range_any_byte_offsets(gguf_enc, data):  # type: ignore[no-untyped-def]
+    # et_count_range at byte offsets, including ones inside a character: the count of that
+    # slice on its own. Found by fuzz_encode on MPT (a model that drops bytes): the slice's
+    # last piece boundary was judged a safe cut as the whole text sees it, where the character
+    # at it is whole; in the slice it is a cut-off byte that joins the piece before
+    repro = (Path(__file__).parent / "data/fuzz/count-range-split-char-mpt.bin").read_bytes()[8:]
+    for name in ("mpt", "gpt-2", "llama-bpe"):
+        m = gguf_enc[name].model
+        for t in (data, repro):
+            cum = m.prefix_counts(t)
+            for i in range(len(t) + 1):
+                for j in range(i, len(t) + 1):
+                    assert m.count_range(t, cum, i, j) == m.count(t[i:j], True)[0], (name, t, i, j)

@@ -721,9 +721,10 @@ int et_count_range(et_ws *ws, const char *text, size_t len, const uint32_t *cum,
     const et_model *m = ws->m;
     /* q: the last piece boundary of the whole text before j that is a safe cut. text[i..j)
      * has a boundary there too, and the same pieces as the whole text from any boundary the
-     * two share up to q, because no piece before a safe cut looks past it */
+     * two share up to q, because no piece before a safe cut looks past it. The cut is judged
+     * as text[..j) sees it: where j splits a character, the one at q may differ there */
     size_t q = j > 0 ? j - 1 : 0;
-    while (q > i && !(cum[q] != ET_NONE && safe_cut(m, t, len, q))) q--;
+    while (q > i && !(cum[q] != ET_NONE && safe_cut(m, t, j, q))) q--;
     size_t s = i, n = 0;
     uint32_t one;
     int rc = ET_OK;
