@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# exhaustive: `pytest -m slow` (README)
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ["csrc/tools/etok.c", "csrc/model/model.c", "csrc/model/compile.c", "csrc/bpe/bpe.c", "csrc/unigram/unigram.c"]
 ENV = {**os.environ, "ASAN_OPTIONS": "exitcode=99:detect_leaks=1",

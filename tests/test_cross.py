@@ -22,6 +22,9 @@ from pathlib import Path
 
 import pytest
 
+# exhaustive: `pytest -m slow` (README)
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 CROSS = ROOT / "cross"
 WORK = Path(os.environ.get("EDGETOK_CROSS_WORK", CROSS / "build"))

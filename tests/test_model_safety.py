@@ -113,6 +113,7 @@ def cc() -> str:
     return c
 
 
+@pytest.mark.slow
 def test_split_at_damaged_model_under_asan(cc, tmp_path) -> None:  # type: ignore[no-untyped-def]
     # the reproducer as it came: the text in a buffer of exactly its size, so ASan sees any
     # read past it (the binding's bytes objects have slack after them)

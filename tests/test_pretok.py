@@ -52,6 +52,7 @@ def test_real_text(enc, pattern, corpora, kind):  # type: ignore[no-untyped-def]
     assert len(got) > 10000
 
 
+@pytest.mark.slow
 @given(texts)
 @settings(max_examples=3000, deadline=None)
 def test_category_mixes(enc, pattern, text):  # type: ignore[no-untyped-def]

@@ -178,10 +178,11 @@ AROUND = ["", "a", "A", "1", " ", "  ", "\t", "\n", "\n\n", "  \n\n", "\r\n", "'
 
 
 def check_shard_cuts(exe: Path, pattern: regex.Pattern, family: str, texts: list[str],
-                     max_cuts: int = 40) -> int:
+                     max_cuts: int = 40, max_windows: int = 80) -> int:
     """Asserts every shard cut of texts: the text's pieces are those of the part before the
     cut followed by those of the part after it, and stay so whatever stands before and after
-    the three characters the cut looked at (AROUND on either side). Returns the cuts checked."""
+    the three characters the cut looked at (AROUND on either side, for up to max_windows of
+    the distinct windows). Returns the cuts checked."""
     def verify(texts: list[str], cuts: list[list[int]], windows: list[str] | None) -> int:
         n = 0
         for text, bs in zip(texts, cuts):
@@ -200,7 +201,10 @@ def check_shard_cuts(exe: Path, pattern: regex.Pattern, family: str, texts: list
 
     windows: list[str] = []
     n = verify(texts, run_forced(exe, family, texts), windows)
-    around = [a + w + z for w in dict.fromkeys(windows) for a in AROUND for z in AROUND]
+    distinct = sorted(set(windows))
+    if len(distinct) > max_windows:
+        distinct = [distinct[i * len(distinct) // max_windows] for i in range(max_windows)]
+    around = [a + w + z for w in distinct for a in AROUND for z in AROUND]
     return n + verify(around, run_forced(exe, family, around), None)
 
 
@@ -245,6 +249,7 @@ def test_shard_cuts(pretok_check, patterns, corpora, family):  # type: ignore[no
                             [comparable(t) for t in texts]) > 500
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES + ["cl100k"])
 def test_safe_cuts_real_text(pretok_check, patterns, corpora, family):  # type: ignore[no-untyped-def]
     # every safe cut of the first lines of each corpus, in texts of about 600 characters
@@ -372,6 +377,7 @@ BATCH = 60
 SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 @given(batch=st.lists(texts, min_size=BATCH, max_size=BATCH))
 @settings(max_examples=60, deadline=None, suppress_health_check=SLOW)
@@ -379,6 +385,7 @@ def test_category_mixes(pretok_check, patterns, family, batch):  # type: ignore[
     check_texts(pretok_check, patterns, family, batch)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 @given(batch=st.lists(any_text, min_size=BATCH, max_size=BATCH))
 @settings(max_examples=25, deadline=None, suppress_health_check=SLOW)
@@ -393,6 +400,7 @@ binaries = st.lists(st.sampled_from([bytes([c]) for c in BYTES] + ["\u4e2d\u0301
                     max_size=24).map(b"".join)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 @given(batch=st.lists(binaries, min_size=BATCH, max_size=BATCH))
 @settings(max_examples=25, deadline=None, suppress_health_check=SLOW)
@@ -411,6 +419,7 @@ REPS = ["a", "A", "\u00e9", "\u00c9", "\u01c5", "\u02b0", "\u4e2d", "\u0301", "\
         "\U0001f600", "s", "S", "\u017f", "ll", "LL", "Ve", "re", "d", "M", "\udcff"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_all_triples(pretok_check, patterns, family):  # type: ignore[no-untyped-def]
     texts = []
@@ -421,6 +430,7 @@ def test_all_triples(pretok_check, patterns, family):  # type: ignore[no-untyped
                        safe_conts=["", "a", "A", "ll", "'s", "\u0301"]) > 1000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_runs(pretok_check, patterns, family):  # type: ignore[no-untyped-def]
     units = ["1", " ", "\n", " \n", "\r\n", "a", "A", "'", "!", " !", "\u3000", "'s", "/", "\n/",
