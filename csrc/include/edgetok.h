@@ -122,8 +122,10 @@ int et_token_lookup(const et_model *m, const char *s, size_t len, uint32_t *id);
 
 typedef struct et_ws et_ws;
 
-/* Bytes a workspace needs to encode pieces of up to max_piece bytes (any text whose pieces
- * are all that short; the whole text length is always enough). */
+/* Bytes a workspace needs to encode pieces of up to max_piece bytes (BPE models: any text
+ * whose pieces are all that short; the whole text length is always enough). SentencePiece
+ * models may need more than the text's length (normalising expands it): after ET_E_WORKSPACE,
+ * take et_ws_size(et_ws_need()) bytes. */
 size_t et_ws_size(size_t max_piece);
 
 /* Lays a workspace for model m out in caller memory mem[0..size) (8-byte aligned, at least
@@ -251,7 +253,7 @@ int et_decode_part(const et_model *m, const uint32_t *ids, size_t n, unsigned fl
 /* Builds an .etok BPE model where rank == id (tiktoken files; imported merges are checked to
  * follow id order). Token i has bytes
  * bytes[off[i]..off[i+1]) and id ids[i]; specials likewise (sbytes, soff, sids, ns).
- * Bytes that are no token are dropped when encoding; ids must be unique and < 2^31. pattern is stored for
+ * Bytes that are no token are dropped when encoding; ids must be unique and < 2^31 - 1. pattern is stored for
  * information; flags: ET_COMPILE_NFC (text is NFC-normalised first). sadded (may be NULL):
  * non-zero for a special that is an added token matched in ordinary text (Hugging Face's
  * non-special added tokens; the caller does the matching). On success *out is a malloc'd image of *out_len bytes (free with et_free).
