@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings
-    from typing import AbstractSet, Collection, Iterator, Literal, Sequence
+    from typing import AbstractSet, Any, Collection, Iterator, Literal, Sequence
 
     from .budget import AppendCounter, RangeCounter
 
@@ -44,11 +44,95 @@ def _special_regex(tokens: frozenset[str]):  # type: ignore[no-untyped-def]
     return re.compile("|".join(re.escape(t) for t in sorted(tokens, key=lambda t: (-len(t), t))))
 
 
+_SETS = (set, frozenset)
+
+
+def _bad_allowed(allowed_special: object) -> None:
+    """tiktoken's TypeError for allowed_special that is neither "all" nor a set."""
+    raise TypeError(f"allowed_special must be 'all' or a set of strings, not "
+                    f"{type(allowed_special).__name__}")
+
+
+def _check_tokens(tokens: object) -> None:
+    """tiktoken takes a sequence of ids: an iterator or generator is a TypeError."""
+    if not hasattr(tokens, "__len__"):
+        raise TypeError(f"{type(tokens).__name__!r} object is not an instance of 'Sequence'")
+
+
+# encodings rebuilt in this process from pickles, by recipe (see Encoding.__reduce__)
+_rebuilt: dict[object, "Encoding"] = {}
+
+
+def _rebuild(recipe: tuple) -> "Encoding":  # type: ignore[type-arg]
+    """The encoding a pickled recipe describes (once per process for each)."""
+    kind = recipe[0]
+    if kind == "get":
+        from .registry import get_encoding
+
+        return get_encoding(recipe[1])
+    if kind == "load":
+        import os
+
+        st = os.stat(recipe[1])
+        key = (recipe, st.st_size, st.st_mtime_ns)
+    else:
+        key = None
+    enc = _rebuilt.get(key) if key is not None else None
+    if enc is None:
+        if kind == "load":
+            from .registry import load
+
+            _, path, name, fairseq_ids, specials = recipe
+            enc = load(path, name=name, fairseq_ids=fairseq_ids)
+            if specials is not None:
+                enc = Encoding(enc.name, enc.model, specials)
+                enc._recipe = recipe
+        elif kind == "ctor":
+            _, name, pat_str, ranks, specials, n_vocab = recipe
+            if isinstance(ranks, str):  # a built-in encoding's ranks
+                from .registry import get_encoding
+
+                ranks = get_encoding(ranks)._mergeable_ranks
+            enc = Encoding(name, pat_str=pat_str, mergeable_ranks=ranks,
+                           special_tokens=specials, explicit_n_vocab=n_vocab)
+        else:
+            raise ValueError(f"cannot rebuild an Encoding from {kind!r}")
+        if key is not None:
+            _rebuilt[key] = enc
+    return enc
+
+
 class Encoding:
     """A tokenizer with tiktoken's interface: same ids, same exceptions, same results."""
 
-    def __init__(self, name: str, model: Model, special_tokens: dict[str, int] | None = None):
+    def __init__(self, name: str, model: Model | None = None,
+                 special_tokens: dict[str, int] | None = None, *, pat_str: str | None = None,
+                 mergeable_ranks: dict[bytes, int] | None = None,
+                 explicit_n_vocab: int | None = None):
+        """Encoding(name, model[, special_tokens]) over a loaded model; or tiktoken's
+        Encoding(name, pat_str=..., mergeable_ranks=..., special_tokens=...,
+        explicit_n_vocab=...), compiled on first use and kept in the cache (the ranks of a
+        built-in encoding reuse its model)."""
         self.name = name
+        # what rebuilds this encoding in another process (see __reduce__)
+        self._recipe: tuple | None = None  # type: ignore[type-arg]
+        if model is None:
+            if pat_str is None or mergeable_ranks is None or special_tokens is None:
+                missing = [k for k, v in (("pat_str", pat_str), ("mergeable_ranks", mergeable_ranks),
+                                          ("special_tokens", special_tokens)) if v is None]
+                raise TypeError(f"Encoding() needs a model, or pat_str, mergeable_ranks and "
+                                f"special_tokens (missing: {', '.join(missing)})")
+            from .construct import build, check_args
+
+            check_args(mergeable_ranks, special_tokens, explicit_n_vocab)
+            model, base = build(name, pat_str, mergeable_ranks, special_tokens)
+            self._recipe = ("ctor", name, pat_str, base or mergeable_ranks, dict(special_tokens),
+                            explicit_n_vocab)
+            if base is None:
+                self.__dict__["_mergeable_ranks"] = mergeable_ranks
+        elif pat_str is not None or mergeable_ranks is not None or explicit_n_vocab is not None:
+            raise TypeError("Encoding(name, model) takes no pat_str, mergeable_ranks or "
+                            "explicit_n_vocab")
         self._model = model
         # added tokens that ordinary text matches (Hugging Face's non-special ones)
         self._added: dict[str, int] = {}
@@ -62,19 +146,30 @@ class Encoding:
                     (self._added if i in added else special_tokens)[b.decode("utf-8", "replace")] = i
         self._special_tokens = special_tokens
         self._matchable = {**special_tokens, **self._added}
-        self._pat_str = model.pattern
+        self._pat_str = model.pattern if pat_str is None else pat_str
         # the first two characters of the special and added tokens, when few: text holding
         # none of them holds no such token, which one scan each tells
         heads = {t[:2] for t in self._matchable}
         self._heads = tuple(heads) if len(heads) <= 4 else None
         self._starts = None  # see _present
         self._lens: dict[str, list[int]] = {}
-        self.max_token_value = model.n_vocab - 1
+        # special tokens whose id the model lacks (tiktoken's p50k_edit, o200k_harmony, ...):
+        # their bytes, decoded here
+        self._extra: dict[int, bytes] = {}
+        for t, i in special_tokens.items():
+            if i not in self._extra and model.token_bytes(i) is None:
+                self._extra[i] = t.encode("utf-8")
+        self.max_token_value = max([model.n_vocab - 1, *self._extra])
         self._nfc = model.nfc  # the model's normaliser: NFC (Qwen2's tokenizer.json) or none
 
     def _bytes(self, text: str) -> bytes:
         """text as the model encodes it: normalised if the model says so, in UTF-8."""
-        return _utf8(_nfc(text) if self._nfc else text)
+        try:
+            return _utf8(_nfc(text) if self._nfc else text)
+        except (AttributeError, TypeError):
+            if isinstance(text, str):
+                raise
+            raise TypeError(f"{type(text).__name__!r} object is not an instance of 'str'") from None
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
@@ -127,6 +222,8 @@ class Encoding:
     def _segments(self, text: str, allowed_special: "Literal['all'] | AbstractSet[str]",
                   disallowed_special: "Literal['all'] | Collection[str]") -> Iterator[str | int]:
         """text cut into ordinary segments (str) and special token ids (int), as tiktoken."""
+        if disallowed_special is None:  # tiktoken: no check
+            disallowed_special = ()
         if (disallowed_special == "all" or not disallowed_special) and not self._may_hold_special(text):
             yield text  # (strings given as disallowed that are no special token are looked for)
             return
@@ -164,6 +261,8 @@ class Encoding:
         token found in the text raises ValueError unless disallowed_special excludes it.
         add_bos / add_eos put a SentencePiece model's BOS / EOS id around them (as
         sentencepiece's encode(text, add_bos=True, add_eos=True))."""
+        if allowed_special.__class__ not in _SETS and allowed_special != "all":
+            _bad_allowed(allowed_special)
         if (not allowed_special and disallowed_special == "all"
                 and not self._may_hold_special(text)):
             ids = self._model.encode(self._bytes(text))[0]
@@ -185,6 +284,8 @@ class Encoding:
               allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
               disallowed_special: "Literal['all'] | Collection[str]" = "all") -> int:
         """len(encode(text, ...)) without building the list of ids."""
+        if allowed_special.__class__ not in _SETS and allowed_special != "all":
+            _bad_allowed(allowed_special)
         return self._count(text, allowed_special, disallowed_special, 1)
 
     def _encode(self, text: str, allowed_special: "Literal['all'] | AbstractSet[str]",
@@ -264,6 +365,11 @@ class Encoding:
         return token
 
     def encode_ordinary_batch(self, text: Sequence[str], *, num_threads: int = 8) -> list[list[int]]:
+        """[encode_ordinary(t) for t in text], across threads: each thread's C call encodes a
+        chunk of documents without the GIL."""
+        got = self._batch(0, text, num_threads, None)
+        if got is not None:
+            return got
         from .parallel import map_slices
 
         def part(texts: Sequence[str]) -> list[list[int]]:  # one C call per slice
@@ -277,6 +383,10 @@ class Encoding:
                      allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
                      disallowed_special: "Literal['all'] | Collection[str]" = "all"
                      ) -> list[list[int]]:
+        """[encode(t, ...) for t in text], across threads (see encode_ordinary_batch)."""
+        got = self._batch(0, text, num_threads, (allowed_special, disallowed_special))
+        if got is not None:
+            return got
         from .parallel import map_batch
 
         fn = functools.partial(self.encode, allowed_special=allowed_special,
@@ -287,6 +397,9 @@ class Encoding:
                     allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
                     disallowed_special: "Literal['all'] | Collection[str]" = "all") -> list[int]:
         """[count(t) for t in text], across threads for large batches."""
+        got = self._batch(1, text, num_threads, (allowed_special, disallowed_special))
+        if got is not None:
+            return got
         from .parallel import map_batch
 
         fn = functools.partial(self.count, allowed_special=allowed_special,
@@ -317,6 +430,17 @@ class Encoding:
 
     # -- decoding ---------------------------------------------------------------------------
     def decode_bytes(self, tokens: Sequence[int]) -> bytes:
+        if tokens.__class__ is not list:
+            _check_tokens(tokens)
+        if self._extra and not self._extra.keys().isdisjoint(tokens):
+            extra, out, run = self._extra, [], []  # type: ignore[var-annotated]
+            for t in tokens:
+                if t in extra:
+                    out += [self._model.decode(run), extra[t]] if run else [extra[t]]
+                    run = []
+                else:
+                    run.append(t)
+            return b"".join(out) + (self._model.decode(run) if run else b"")
         return self._model.decode(tokens)
 
     def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
@@ -327,7 +451,9 @@ class Encoding:
             raise OverflowError("out of range integral type conversion attempted")
         b = self._model.token_bytes(token)
         if b is None:
-            raise KeyError(str(token))
+            b = self._extra.get(token)
+            if b is None:
+                raise KeyError(str(token))
         return b
 
     def decode_tokens_bytes(self, tokens: Sequence[int]) -> list[bytes]:
@@ -349,3 +475,283 @@ class Encoding:
             if i not in specials and (b := self._model.token_bytes(i)) is not None:
                 out.append(b)
         return sorted(out)
+
+    # -- the rest of tiktoken's surface -----------------------------------------------------
+    def is_special_token(self, token: int) -> bool:
+        assert isinstance(token, int)
+        return token in self._special_values
+
+    @functools.cached_property
+    def _special_values(self) -> set[int]:
+        return set(self._special_tokens.values())
+
+    @functools.cached_property
+    def _mergeable_ranks(self) -> dict[bytes, int]:
+        """tiktoken's mergeable_ranks: the bytes of every ordinary token and its id (its rank,
+        in a tiktoken vocabulary)."""
+        specials = set(self._model.special_ids())
+        out = {}
+        for i in range(self._model.n_vocab):
+            if i not in specials and (b := self._model.token_bytes(i)) is not None:
+                out[b] = i
+        return out
+
+    def decode_with_offsets(self, tokens: Sequence[int]) -> tuple[str, list[int]]:
+        """(text, offsets): offsets[k] is the index in text of the first character holding
+        bytes of token k (tiktoken's decode_with_offsets; UnicodeDecodeError if the tokens
+        are not valid UTF-8)."""
+        token_bytes = self.decode_tokens_bytes(tokens)
+        text_len = 0
+        offsets = []
+        for token in token_bytes:
+            offsets.append(max(0, text_len - (0x80 <= token[0] < 0xC0)))
+            text_len += sum(1 for c in token if not 0x80 <= c < 0xC0)
+        return b"".join(token_bytes).decode("utf-8", errors="strict"), offsets
+
+    def _encode_single_piece(self, text_or_bytes: str | bytes) -> list[int]:
+        """The ids of text_or_bytes as one piece: BPE with no pretokenizer split, no special
+        tokens."""
+        if isinstance(text_or_bytes, str):
+            text_or_bytes = text_or_bytes.encode("utf-8")
+        if not text_or_bytes:
+            return []
+        token = self._model.lookup(text_or_bytes)
+        if token is not None:
+            return [token]
+        from ._ffi import GrowingPiece
+
+        piece = GrowingPiece(self._model)
+        piece.grow(text_or_bytes, 0, len(text_or_bytes))
+        ids, n = [], len(text_or_bytes)
+        while n:
+            t = int(piece._last[n - 1])  # type: ignore[index]
+            ids.append(t)
+            n -= len(self._model.token_bytes(t) or b"x")
+        return ids[::-1]
+
+    def _encode_only_native_bpe(self, text: str) -> list[int]:
+        """encode_ordinary with the pattern applied by the `regex` module, each piece encoded
+        by _encode_single_piece (tiktoken's check of its own splitter)."""
+        import regex
+
+        ret: list[int] = []
+        for piece in regex.findall(regex.compile(self._pat_str), text):
+            ret.extend(self._encode_single_piece(piece.encode("utf-8")))
+        return ret
+
+    def _encode_last_piece(self, text: str, allowed_special: "AbstractSet[str]"
+                           ) -> tuple[list[int], int]:
+        """(ids, how many of the last ones the last pretokenizer piece gave; 0 if a special
+        token came last): tiktoken's CoreBPE::encode."""
+        tokens: list[int] = []
+        last = 0
+        for seg in self._segments(text, allowed_special, ()):
+            if isinstance(seg, int):
+                tokens.append(seg)
+                last = 0
+            elif seg:
+                data = self._bytes(seg)
+                ends = self._model.pretokenize(data)
+                tokens += self._model.encode(data)[0]
+                if len(ends):
+                    start = ends[-2] if len(ends) > 1 else 0
+                    last = len(self._model.encode(data[start:])[0])
+        return tokens, last
+
+    def _increase_last_piece_token_len(self, tokens: list[int], last: int) -> int:
+        def all_space(t: int) -> bool:
+            b = self._model.token_bytes(t) if t not in self._special_values else None
+            return b is not None and all(c in b" \n\t" for c in b)
+
+        if last > 0 and all_space(tokens[len(tokens) - last]):
+            while last < len(tokens) and all_space(tokens[len(tokens) - last - 1]):
+                last += 1
+        return last
+
+    def _encode_bytes(self, text: bytes) -> list[int]:
+        """The ids of bytes that need not be UTF-8, as tiktoken's _encode_bytes: the valid
+        UTF-8 prefix encoded as text, its last piece and the rest BPE-encoded together."""
+        try:
+            return self.encode_ordinary(text.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            valid = e.start
+        tokens, last = self._encode_last_piece(text[:valid].decode("utf-8"), frozenset())
+        last = self._increase_last_piece_token_len(tokens, last)
+        if tokens and last > 0:
+            unstable = self.decode_bytes(tokens[len(tokens) - last:]) + text[valid:]
+            del tokens[len(tokens) - last:]
+        else:
+            unstable = text[valid:]
+        if unstable:
+            tokens += self._encode_single_piece(unstable)
+        return tokens
+
+    def encode_with_unstable(self, text: str, *,
+                             allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
+                             disallowed_special: "Literal['all'] | Collection[str]" = "all"
+                             ) -> tuple[list[int], list[list[int]]]:
+        """(stable tokens, possible completions): tiktoken's encode_with_unstable (the
+        completions in no particular order)."""
+        if allowed_special == "all":
+            allowed_special = self.special_tokens_set
+        if disallowed_special == "all":
+            disallowed_special = self.special_tokens_set - allowed_special  # type: ignore[operator]
+        if disallowed_special:
+            for _ in self._segments(text, set(), disallowed_special):
+                pass
+        tokens, last = self._encode_last_piece(text, allowed_special)  # type: ignore[arg-type]
+        if last == 0:
+            return tokens, []
+        last = self._increase_last_piece_token_len(tokens, last)
+        unstable = self.decode_bytes(tokens[len(tokens) - last:])
+        del tokens[len(tokens) - last:]
+        if not unstable:
+            return tokens, []
+        import bisect
+
+        sorted_bytes = self._sorted_token_bytes
+        completions: set[tuple[int, ...]] = set()
+        point = bisect.bisect_left(sorted_bytes, unstable)
+        while point < len(sorted_bytes) and sorted_bytes[point].startswith(unstable):
+            completions.add((self._mergeable_ranks[sorted_bytes[point]],))
+            point += 1
+        for i in range(1, len(unstable)):
+            prefix, suffix = unstable[:i], unstable[i:]
+            point = bisect.bisect_left(sorted_bytes, suffix)
+            while point < len(sorted_bytes) and sorted_bytes[point].startswith(suffix):
+                possibility = prefix + sorted_bytes[point]
+                try:
+                    encoded = self.encode_ordinary(possibility.decode("utf-8"))
+                except UnicodeDecodeError:
+                    encoded = self._encode_single_piece(possibility)
+                seq, seq_len = [], 0
+                for t in encoded:
+                    seq.append(t)
+                    seq_len += len(self.decode_single_token_bytes(t))
+                    if seq_len >= len(unstable):
+                        break
+                completions.add(tuple(seq))
+                point += 1
+        if len(unstable) > 1:
+            cut = len(unstable) - 1
+            while cut > 0 and 0x80 <= unstable[cut] < 0xC0:
+                cut -= 1
+            last_char = unstable[cut:].decode("utf-8", "replace")
+            if cut > 0 and len(last_char) == 1 and last_char.isspace():
+                completions.add(tuple(self._encode_single_piece(unstable[:cut])
+                                      + self._encode_single_piece(unstable[cut:])))
+        return tokens, [list(c) for c in completions]
+
+    @functools.cached_property
+    def _sorted_token_bytes(self) -> list[bytes]:
+        return sorted(self._mergeable_ranks)
+
+    # -- pickling ---------------------------------------------------------------------------
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        """Pickled as what rebuilds it, not its model: a built-in encoding's name, a loaded
+        one's file, a constructed one's arguments (the worker maps the model itself)."""
+        recipe = self._recipe
+        if recipe is None:
+            import os
+
+            source = self._model.source
+            if not os.path.isfile(source):
+                raise TypeError(f"cannot pickle {self!r}: its model came from memory "
+                                f"({source}), not from a file, a name or tiktoken's arguments")
+            recipe = ("load", os.path.abspath(source), self.name, False, dict(self._special_tokens))
+        return _rebuild, (recipe,)
+
+    # -- flat results and the batch path ------------------------------------------------------
+    def encode_batch_flat(self, text: Sequence[str], *, num_threads: int = 8,
+                          allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
+                          disallowed_special: "Literal['all'] | Collection[str]" = "all",
+                          numpy: bool = False) -> tuple[Any, Any]:
+        """encode_batch(text, ...) as one flat run: (ids, offsets), the ids of text[i] being
+        ids[offsets[i]:offsets[i + 1]]; array('I') and array('q') (len(text) + 1 offsets), or
+        numpy uint32 / int64 arrays with numpy=True. No Python object per id or per document."""
+        from ._ids import join
+
+        parts = self._batch(2, text, num_threads, (allowed_special, disallowed_special))
+        if parts is None:  # per document (a normalising model, a regex pretokenizer, specials)
+            import itertools
+
+            lists = self.encode_batch(text, num_threads=num_threads,
+                                      allowed_special=allowed_special,
+                                      disallowed_special=disallowed_special)
+            from array import array
+
+            ids_a = array("I", itertools.chain.from_iterable(lists))
+            offs_a = array("q", [0, *itertools.accumulate(map(len, lists))])
+            ids_b, offs_b = bytearray(ids_a.tobytes()), bytearray(offs_a.tobytes())
+        else:
+            ids_b, offs_b = join(parts)
+        return _flat(ids_b, offs_b, numpy)
+
+    def encode_to_numpy(self, text: str, *,
+                        allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
+                        disallowed_special: "Literal['all'] | Collection[str]" = "all") -> Any:
+        """encode(text, ...) as a numpy uint32 array (numpy is imported here, on first use)."""
+        import numpy as np
+
+        parts = self._batch(2, [text], 1, (allowed_special, disallowed_special))
+        if parts is None:
+            return np.array(self.encode(text, allowed_special=allowed_special,
+                                        disallowed_special=disallowed_special), dtype=np.uint32)
+        from ._ids import join
+
+        return np.frombuffer(join(parts)[0], dtype=np.uint32)
+
+    def _batch(self, mode: int, text: Sequence[str], num_threads: int,
+               special: "tuple[Any, Any] | None") -> Any:
+        """The batch methods' C path (_ids.batch: one GIL-free C call per chunk of documents,
+        chunks spread over threads): mode 0 lists of ids, 1 counts, 2 a flat result's parts;
+        special: (allowed_special, disallowed_special), None for encode_ordinary. Documents
+        that may hold a special or added token are redone one by one as encode/count would.
+        None where the path does not apply (a normalising model, pieces cut by a regex, many
+        special tokens, disallowed_special naming strings)."""
+        m = self._model
+        if self._nfc or m.regex_split:
+            return None
+        if special is not None and not (special[1] == "all" or not special[1]):
+            return None
+        if not self._matchable or (special is None and not self._added):
+            heads: tuple[bytes, ...] = ()
+        elif self._heads is None:
+            return None
+        else:
+            heads = tuple(h.encode("utf-8", "surrogatepass") for h in self._heads)
+        docs = text if type(text) is list else list(text)
+        from .parallel import run_chunks
+
+        got = run_chunks(lambda a, b: m.batch(mode, docs, a, b, heads, _utf8),
+                         list(map(len, docs)), num_threads)
+        flagged = [i for _, fl in got for i in fl]
+        if mode == 2:
+            if flagged:
+                return None
+            return [p for parts, _ in got for p in parts]
+        out = [r for res, _ in got for r in res] if len(got) != 1 else got[0][0]
+        for i in flagged:
+            if special is None:
+                out[i] = self.encode_ordinary(docs[i])
+            elif mode == 0:
+                out[i] = self.encode(docs[i], allowed_special=special[0],
+                                     disallowed_special=special[1])
+            else:
+                out[i] = self.count(docs[i], allowed_special=special[0],
+                                    disallowed_special=special[1])
+        return out
+
+
+def _flat(ids: bytearray, offsets: bytearray, numpy: bool) -> tuple[Any, Any]:
+    """(ids, offsets) bytearrays of uint32 / int64 as arrays (numpy's, without a copy)."""
+    if numpy:
+        import numpy as np
+
+        return np.frombuffer(ids, dtype=np.uint32), np.frombuffer(offsets, dtype=np.int64)
+    from array import array
+
+    a, o = array("I"), array("q")
+    a.frombytes(ids)
+    o.frombytes(offsets)
+    return a, o

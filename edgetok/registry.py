@@ -15,9 +15,30 @@ _cache: dict[str, "Encoding"] = {}
 _lock = threading.Lock()
 
 
+# tiktoken's encodings that are a built-in model with other special tokens: their model
+DERIVED = {"gpt2": "r50k_base", "p50k_edit": "p50k_base", "o200k_harmony": "o200k_base"}
+
+
+def _derived_specials(name: str) -> dict[str, int]:
+    """The special tokens of a DERIVED encoding (tiktoken_ext/openai_public.py)."""
+    eot, fim = "<|endoftext|>", ("<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>")
+    if name == "gpt2":
+        return {eot: 50256}
+    if name == "p50k_edit":
+        return {eot: 50256, **{t: 50281 + k for k, t in enumerate(fim)}}
+    named = {"<|startoftext|>": 199998, eot: 199999, "<|return|>": 200002,
+             "<|constrain|>": 200003, "<|channel|>": 200005, "<|start|>": 200006,
+             "<|end|>": 200007, "<|message|>": 200008, "<|call|>": 200012}
+    reserved = {f"<|reserved_{i}|>": i for i in (200000, 200001, 200004, 200009, 200010, 200011)}
+    return {eot: 199999, "<|endofprompt|>": 200018, **named, **reserved,
+            **{f"<|reserved_{i}|>": i for i in range(200013, 201088)}}
+
+
 def list_encodings() -> list[str]:
-    """Names of the built-in encodings: the models shipped in the package's data/."""
-    return sorted(p.name[:-5] for p in DATA.glob("*.etok"))
+    """Names of the built-in encodings: the models shipped in the package's data/, and
+    tiktoken's encodings made of one of them with other special tokens (DERIVED)."""
+    names = {p.name[:-5] for p in DATA.glob("*.etok")}
+    return sorted(names | {d for d, base in DERIVED.items() if base in names})
 
 
 def _hugepages() -> bool:
@@ -29,6 +50,16 @@ def get_encoding(name: str) -> "Encoding":
     enc = _cache.get(name)
     if enc is not None:
         return enc
+    if name in DERIVED and (DATA / f"{DERIVED[name]}.etok").exists():
+        from .encoding import Encoding
+
+        base = get_encoding(DERIVED[name])
+        with _lock:
+            if name not in _cache:
+                enc = Encoding(name, base.model, _derived_specials(name))
+                enc._recipe = ("get", name)
+                _cache[name] = enc
+            return _cache[name]
     path = DATA / f"{name}.etok"
     if not name.replace("_", "").isalnum() or not path.exists():
         known = list_encodings()
@@ -39,7 +70,9 @@ def get_encoding(name: str) -> "Encoding":
 
     with _lock:
         if name not in _cache:
-            _cache[name] = Encoding(name, Model.open(str(path), hugepages=_hugepages()))
+            enc = Encoding(name, Model.open(str(path), hugepages=_hugepages()))
+            enc._recipe = ("get", name)
+            _cache[name] = enc
         return _cache[name]
 
 
@@ -49,16 +82,25 @@ def _cached(p: Path, options: str = "") -> Path | None:
     compiler files (a reinstall recompiles; EDGETOK_NO_CACHE=1: None)."""
     if os.environ.get("EDGETOK_NO_CACHE", "") not in ("", "0"):
         return None
+    st = p.stat()
+    return _cached_key(f"{p.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{options}")
+
+
+def _cached_key(what: str) -> Path | None:
+    """The cache entry for a compiled model keyed on what (with this edgetok's version and
+    installed compiler files; EDGETOK_NO_CACHE=1: None)."""
+    if os.environ.get("EDGETOK_NO_CACHE", "") not in ("", "0"):
+        return None
     import hashlib
 
     from . import __version__
     from .fetch import cache_dir
 
-    st = p.stat()
     here = Path(__file__).parent
-    tools = sorted(here.glob("_native*")) + [here / f for f in ("compiler.py", "hf.py", "spm.py", "gguf.py")]
+    tools = sorted(here.glob("_native*")) + [here / f for f in (
+        "compiler.py", "hf.py", "spm.py", "gguf.py", "construct.py")]
     stamp = ",".join(str(t.stat().st_mtime_ns) for t in tools if t.exists())
-    key = f"{p.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{__version__}\0{stamp}\0{options}"
+    key = f"{what}\0{__version__}\0{stamp}"
     return cache_dir() / "models" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".etok")
 
 
@@ -139,15 +181,23 @@ def load(path: str | os.PathLike[str], *, name: str | None = None,
             image = compile_source(p, fairseq_ids=fairseq_ids)
             model = Model.from_bytes(image, str(p))
             if cached is not None:
-                tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-                try:
-                    cached.parent.mkdir(parents=True, exist_ok=True)
-                    tmp.write_bytes(image)
-                    tmp.replace(cached)
-                    _prune(cached.parent)
-                except OSError:  # a read-only or full cache only costs the next run a compile
-                    try:
-                        tmp.unlink()
-                    except OSError:
-                        pass
-    return Encoding(name or p.name.split(".")[0], model)
+                _store(cached, image)
+    enc = Encoding(name or p.name.split(".")[0], model)
+    enc._recipe = ("load", str(p.absolute()), name, fairseq_ids)
+    return enc
+
+
+def _store(cached: Path, image: bytes) -> None:
+    """Writes a compiled model into cache entry cached (by rename; a read-only or full cache
+    only costs the next run a compile)."""
+    tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(image)
+        tmp.replace(cached)
+        _prune(cached.parent)
+    except OSError:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
