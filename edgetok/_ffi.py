@@ -17,6 +17,9 @@ from ._ids import to_list
 from ._native import ffi, lib
 
 FINAL = lib.ET_FINAL
+# the C functions _ids.batch calls without the GIL
+_ENCODE_ADDR = int(ffi.cast("uintptr_t", ffi.addressof(lib, "et_encode")))
+_COUNT_ADDR = int(ffi.cast("uintptr_t", ffi.addressof(lib, "et_count")))
 _SIZE_T = {4: "I", 8: "Q"}[ffi.sizeof("size_t")]  # the array typecode of size_t
 NONE = 0xFFFFFFFF  # ET_NONE: no such id
 
@@ -296,6 +299,32 @@ class Model:
         if self._scratch.out_cap > _KEEP_OUT:
             self._scratch.out, self._scratch.out_cap = None, 0
         return out_lists
+
+    def batch(self, mode: int, docs: list, start: int, end: int, heads: tuple,  # type: ignore[type-arg]
+              fallback: object) -> tuple[list, list[int]]:  # type: ignore[type-arg]
+        """docs[start:end] (str) through _ids.batch in as few C calls as possible (one, unless
+        a piece needs a larger workspace): mode 0 lists of ids, 1 counts, 2 parts of a flat
+        result (a list of (ids, ends) bytes); and the indices of the documents holding one of
+        heads, left for the caller (see _ids.batch)."""
+        from ._ids import batch
+
+        fn = _ENCODE_ADDR if mode != 1 else _COUNT_ADDR
+        out: list = []  # type: ignore[type-arg]
+        flagged: list[int] = []
+        while start < end:
+            ws = int(ffi.cast("uintptr_t", self._ws()))
+            rc, start, res, fl = batch(mode, fn, ws, docs, start, end, heads, self._bound0,
+                                       self._bound1, fallback, FINAL)
+            if mode == 2:
+                out.append(res)
+            else:
+                out += res
+            flagged += fl
+            if rc == lib.ET_E_WORKSPACE:
+                self._ws(lib.et_ws_need(self._scratch.ws))
+            elif rc != lib.ET_OK:
+                check(rc, "encode")
+        return out, flagged
 
     def count(self, data: bytes, final: bool = True) -> tuple[int, int]:
         """Number of ids of data as ordinary text, and the bytes they cover."""

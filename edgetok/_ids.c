@@ -9,6 +9,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CACHE_MAX (1u << 20) /* ids above this are not cached (no vocabulary is that big) */
 
@@ -96,7 +97,251 @@ static PyObject *pieces(PyObject *self, PyObject *args)
     return list;
 }
 
+/* ---- batches: the whole C call without the GIL ------------------------------------------
+ *
+ * batch(mode, fn, ws, docs, start, end, heads, b0, b1, fallback, final) encodes (or counts)
+ * the str documents docs[start:end] through the C core's et_encode (mode 0: a list of ids per
+ * document; mode 2: one flat run of ids, as bytes of uint32, and the documents' end offsets, as
+ * bytes of int64) or et_count (mode 1: a count per document), called through the function
+ * address fn with workspace ws. Under the GIL: each document to UTF-8 (fallback(doc) for one
+ * holding lone surrogates, as tiktoken replaces them); then the GIL is released for all of the
+ * encoding; then it is taken back to make the results. A document holding one of heads (UTF-8
+ * bytes: the first characters of special or added tokens) is not encoded: its index goes in
+ * `flagged` (mode 0: None in its place, mode 1: -1; mode 2: no ids) for the caller to redo.
+ * Returns (status, stop, results, flagged): documents from stop on were not done (status is
+ * the C status of document stop, e.g. ET_E_WORKSPACE: grow the workspace, call again). */
+typedef int (*encode_fn)(void *ws, const char *text, size_t len, unsigned flags, uint32_t *out,
+                         size_t cap, size_t *n_out, size_t *consumed);
+typedef int (*count_fn)(void *ws, const char *text, size_t len, unsigned flags, size_t *count,
+                        size_t *consumed);
+
+struct doc {
+    PyObject *bytes; /* UTF-8 (owned) */
+    const char *p;
+    size_t len;
+    int flagged;
+};
+
+static int holds(const char *p, size_t len, const char *h, size_t hl)
+{
+    if (!hl || hl > len) return hl == 0;
+    const char *end = p + len - hl + 1;
+    for (const char *q = p; (q = memchr(q, h[0], (size_t)(end - q))) != NULL; q++)
+        if (memcmp(q, h, hl) == 0) return 1;
+    return 0;
+}
+
+static PyObject *batch(PyObject *self, PyObject *args)
+{
+    int mode;
+    unsigned long long fn_addr, ws_addr;
+    PyObject *docs, *heads, *fallback;
+    Py_ssize_t start, end, b0, b1;
+    unsigned final;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "iKKOnnOnnOI", &mode, &fn_addr, &ws_addr, &docs, &start, &end,
+                          &heads, &b0, &b1, &fallback, &final))
+        return NULL;
+    if (!PyList_Check(docs) || !PyTuple_Check(heads) || mode < 0 || mode > 2 || !fn_addr ||
+        !ws_addr || start < 0 || end < start || end > PyList_Size(docs) || b0 < 0 || b1 < 0) {
+        PyErr_SetString(PyExc_ValueError, "batch: bad arguments");
+        return NULL;
+    }
+    const Py_ssize_t n = end - start, nh = PyTuple_Size(heads);
+    struct doc *d = PyMem_Calloc((size_t)n + 1, sizeof *d);
+    uint64_t *counts = PyMem_Calloc((size_t)n + 1, sizeof *counts); /* (int64 ends in mode 2) */
+    PyObject *result = NULL, *flagged = PyList_New(0), *res = NULL;
+    uint32_t *out = NULL;
+    size_t cap = 0;
+    Py_ssize_t k = 0, got = 0;
+    int rc = 0;
+    if (!d || !counts || !flagged) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (k = 0; k < n; k++) { /* UTF-8, heads, the output bound */
+        PyObject *s = PyList_GetItem(docs, start + k);
+        if (!s) goto done;
+        if (!PyUnicode_Check(s)) {
+            PyErr_Format(PyExc_TypeError, "expected str, got %s", Py_TYPE(s) == &PyBytes_Type
+                         ? "bytes" : "another type");
+            goto done;
+        }
+        PyObject *b = PyUnicode_AsUTF8String(s);
+        if (!b) {
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) goto done;
+            PyErr_Clear();
+            b = PyObject_CallFunctionObjArgs(fallback, s, NULL);
+            if (!b) goto done;
+            if (!PyBytes_Check(b)) {
+                Py_DECREF(b);
+                PyErr_SetString(PyExc_TypeError, "batch: fallback must return bytes");
+                goto done;
+            }
+        }
+        d[k].bytes = b;
+        d[k].p = PyBytes_AsString(b);
+        d[k].len = (size_t)PyBytes_Size(b);
+        for (Py_ssize_t h = 0; h < nh && !d[k].flagged; h++) {
+            PyObject *hb = PyTuple_GetItem(heads, h);
+            if (!hb || !PyBytes_Check(hb)) {
+                PyErr_SetString(PyExc_TypeError, "batch: heads must be bytes");
+                goto done;
+            }
+            d[k].flagged = holds(d[k].p, d[k].len, PyBytes_AsString(hb),
+                                 (size_t)PyBytes_Size(hb));
+        }
+        if (mode != 1 && !d[k].flagged) {
+            size_t bound = (size_t)b0 + (size_t)b1 * d[k].len;
+            if (bound < d[k].len || cap + bound < cap) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            cap += bound;
+        }
+    }
+    if (mode != 1 && !(out = malloc((cap + 1) * sizeof *out))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    { /* the C core, without the GIL */
+        PyThreadState *ts = PyEval_SaveThread();
+        size_t w = 0, used = 0, c = 0;
+        for (got = 0; got < n; got++) {
+            if (d[got].flagged) {
+                counts[got] = 0;
+                continue;
+            }
+            if (mode == 1)
+                rc = ((count_fn)(uintptr_t)fn_addr)((void *)(uintptr_t)ws_addr, d[got].p,
+                                                    d[got].len, final, &c, &used);
+            else
+                rc = ((encode_fn)(uintptr_t)fn_addr)((void *)(uintptr_t)ws_addr, d[got].p,
+                                                     d[got].len, final, out + w, cap - w, &c,
+                                                     &used);
+            if (rc) break;
+            counts[got] = c;
+            if (mode != 1) w += c;
+        }
+        PyEval_RestoreThread(ts);
+    }
+    for (Py_ssize_t i = 0; i < got; i++)
+        if (d[i].flagged) {
+            PyObject *o = PyLong_FromSsize_t(start + i);
+            if (!o || PyList_Append(flagged, o) < 0) {
+                Py_XDECREF(o);
+                goto done;
+            }
+            Py_DECREF(o);
+        }
+    if (mode == 2) { /* ids as bytes, and each document's end offset (int64) */
+        size_t w = 0;
+        int64_t *ends = (int64_t *)(void *)counts; /* rewritten in place */
+        for (Py_ssize_t i = 0; i < got; i++) {
+            w += counts[i];
+            ends[i] = (int64_t)w;
+        }
+        PyObject *ids = PyBytes_FromStringAndSize((const char *)out, (Py_ssize_t)(w * 4));
+        PyObject *offs = ids ? PyBytes_FromStringAndSize((const char *)ends,
+                                                         (Py_ssize_t)(got * 8)) : NULL;
+        result = offs ? PyTuple_Pack(2, ids, offs) : NULL;
+        Py_XDECREF(ids);
+        Py_XDECREF(offs);
+        if (!result) goto done;
+    } else {
+        if (!(result = PyList_New(got))) goto done;
+        size_t at = 0;
+        for (Py_ssize_t i = 0; i < got; i++) {
+            PyObject *o;
+            const size_t cnt = (size_t)counts[i];
+            if (mode == 1) {
+                o = d[i].flagged ? PyLong_FromLong(-1) : PyLong_FromUnsignedLongLong(counts[i]);
+            } else if (d[i].flagged) {
+                Py_INCREF(Py_None);
+                o = Py_None;
+            } else {
+                o = PyList_New((Py_ssize_t)cnt);
+                for (size_t j = 0; o && j < cnt; j++) {
+                    PyObject *v = int_of(out[at + j]);
+                    if (!v) {
+                        Py_CLEAR(o);
+                        break;
+                    }
+                    PyList_SetItem(o, (Py_ssize_t)j, v);
+                }
+                at += cnt;
+            }
+            if (!o) goto done;
+            PyList_SetItem(result, i, o);
+        }
+    }
+    res = Py_BuildValue("inOO", rc, start + got, result, flagged);
+done:
+    if (d)
+        for (Py_ssize_t i = 0; i < n; i++) Py_XDECREF(d[i].bytes);
+    PyMem_Free(d);
+    PyMem_Free(counts);
+    free(out);
+    Py_XDECREF(result);
+    Py_XDECREF(flagged);
+    return res;
+}
+
+/* join(parts, numpy): the (ids, ends) of batch's mode 2, chunk after chunk, as one bytearray
+ * of uint32 ids and one bytearray of int64 offsets (n + 1 of them, from 0). */
+static PyObject *join(PyObject *self, PyObject *args)
+{
+    PyObject *parts;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O", &parts)) return NULL;
+    if (!PyList_Check(parts)) {
+        PyErr_SetString(PyExc_TypeError, "join: a list of (ids, ends)");
+        return NULL;
+    }
+    Py_ssize_t np = PyList_Size(parts), nid = 0, nend = 0;
+    for (Py_ssize_t i = 0; i < np; i++) {
+        PyObject *t = PyList_GetItem(parts, i);
+        if (!t || !PyTuple_Check(t) || PyTuple_Size(t) != 2 ||
+            !PyBytes_Check(PyTuple_GetItem(t, 0)) || !PyBytes_Check(PyTuple_GetItem(t, 1))) {
+            PyErr_SetString(PyExc_TypeError, "join: a list of (ids, ends)");
+            return NULL;
+        }
+        nid += PyBytes_Size(PyTuple_GetItem(t, 0));
+        nend += PyBytes_Size(PyTuple_GetItem(t, 1));
+    }
+    PyObject *ids = PyByteArray_FromStringAndSize(NULL, nid);
+    PyObject *offs = ids ? PyByteArray_FromStringAndSize(NULL, nend + 8) : NULL;
+    if (!offs) {
+        Py_XDECREF(ids);
+        return NULL;
+    }
+    char *ip = PyByteArray_AsString(ids);
+    int64_t *op = (int64_t *)(void *)PyByteArray_AsString(offs), base = 0;
+    *op++ = 0;
+    for (Py_ssize_t i = 0; i < np; i++) {
+        PyObject *t = PyList_GetItem(parts, i);
+        PyObject *a = PyTuple_GetItem(t, 0), *e = PyTuple_GetItem(t, 1);
+        Py_ssize_t la = PyBytes_Size(a), le = PyBytes_Size(e) / 8;
+        memcpy(ip, PyBytes_AsString(a), (size_t)la);
+        ip += la;
+        const char *ep = PyBytes_AsString(e);
+        for (Py_ssize_t j = 0; j < le; j++) {
+            int64_t v;
+            memcpy(&v, ep + 8 * j, 8);
+            *op++ = base + v;
+        }
+        base += la / 4;
+    }
+    PyObject *r = PyTuple_Pack(2, ids, offs);
+    Py_DECREF(ids);
+    Py_DECREF(offs);
+    return r;
+}
+
 static PyMethodDef methods[] = {
+    {"batch", batch, METH_VARARGS,
+     "batch(mode, fn, ws, docs, start, end, heads, b0, b1, fallback, final): see the source"},
+    {"join", join, METH_VARARGS, "join(parts): batch mode 2's parts as (ids, offsets)"},
     {"to_list", to_list, METH_VARARGS, "to_list(address, n): the n uint32 ids at address, as a list"},
     {"pieces", pieces, METH_VARARGS,
      "pieces(data, address, n): data cut at the n size_t end offsets at address, decoded"},

@@ -1,0 +1,132 @@
+"""The fast paths give exactly the ids of the plain ones (and tiktoken's): batches through one
+GIL-free C call per chunk of documents, flat batch results, numpy output."""
+from __future__ import annotations
+
+from array import array
+
+import pytest
+
+import edgetok.parallel as parallel
+from edgetok._ffi import Model, compile_bpe
+from edgetok.encoding import Encoding
+
+
+@pytest.fixture
+def threads(monkeypatch):  # type: ignore[no-untyped-def]
+    """Batches go parallel whatever their size, in many small chunks, even on 2 cores."""
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(parallel, "CHUNK_CHARS", 300)
+    monkeypatch.setattr(parallel, "cores", lambda: 8)
+
+
+def documents(corpora: dict[str, str]) -> list[str]:
+    docs = []
+    for text in corpora.values():
+        docs += [text[i:i + 999] for i in range(0, 60000, 999)]
+    docs += ["", "x", " ", "\n\n", "x\ud800y\udfff", "\U0001f600" * 5, "a" * 20000,
+             "".join(chr(0x41 + (i * 7919) % 57) for i in range(9000)),  # a long piece
+             "<|endofprompt|>", "a <|endoftext|> b", "<|", "|>"]
+    return docs
+
+
+def flat_lists(ids, offsets) -> list[list[int]]:  # type: ignore[no-untyped-def]
+    return [list(map(int, ids[offsets[i]:offsets[i + 1]])) for i in range(len(offsets) - 1)]
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_batches_equal_tiktoken(enc, ref, corpora, threads, n):  # type: ignore[no-untyped-def]
+    docs = documents(corpora)
+    want = ref.encode_ordinary_batch(docs)
+    assert enc.encode_ordinary_batch(docs, num_threads=n) == want
+    assert enc.encode_ordinary_batch(tuple(docs), num_threads=n) == want  # any sequence
+    assert enc.encode_batch(docs, num_threads=n, disallowed_special=()) == want
+    assert enc.count_batch(docs, num_threads=n, disallowed_special=()) == [len(w) for w in want]
+    ids, offsets = enc.encode_batch_flat(docs, num_threads=n, disallowed_special=())
+    assert isinstance(ids, array) and ids.typecode == "I" and offsets.typecode == "q"
+    assert len(offsets) == len(docs) + 1 and offsets[0] == 0
+    assert flat_lists(ids, offsets) == want
+    special = ref.encode_batch(docs, allowed_special="all")
+    assert enc.encode_batch(docs, num_threads=n, allowed_special="all") == special
+    assert enc.count_batch(docs, num_threads=n, allowed_special="all") == [len(w) for w in special]
+    assert flat_lists(*enc.encode_batch_flat(docs, num_threads=n, allowed_special="all")) == special
+    some = {"<|endoftext|>"}
+    assert enc.encode_batch(docs[:-4] + docs[-3:], num_threads=n, allowed_special=some) == \
+        ref.encode_batch(docs[:-4] + docs[-3:], allowed_special=some)
+
+
+def test_disallowed_special_raises_like_tiktoken(enc, ref, threads):  # type: ignore[no-untyped-def]
+    docs = ["plain text"] * 40 + ["a <|endoftext|>", "<|fim_prefix|>"]
+    for call in (enc.encode_batch, enc.count_batch, enc.encode_batch_flat):
+        with pytest.raises(ValueError, match="<|endoftext|>"):
+            call(docs, num_threads=3)
+    with pytest.raises(ValueError):
+        ref.encode_batch(docs)
+    kw = {"allowed_special": {"<|endoftext|>"}, "disallowed_special": ()}
+    assert enc.encode_batch(docs, num_threads=3, **kw) == ref.encode_batch(docs, **kw)
+    with pytest.raises(ValueError, match="fim_prefix"):
+        enc.encode_batch(docs, num_threads=3, allowed_special={"<|endoftext|>"})
+
+
+def test_flat_numpy_and_encode_to_numpy(enc, ref, corpora, threads):  # type: ignore[no-untyped-def]
+    np = pytest.importorskip("numpy")
+    docs = documents(corpora)[:50] + [""]
+    ids, offsets = enc.encode_batch_flat(docs, numpy=True, num_threads=2)
+    assert ids.dtype == np.uint32 and offsets.dtype == np.int64
+    assert flat_lists(ids, offsets) == ref.encode_ordinary_batch(docs)
+    ids[:1] = 7  # writable: the arrays own their memory
+    for text in ("hello world", "", corpora["multilingual"][:30000], "x\ud800", "<|endoftext|>"):
+        got = enc.encode_to_numpy(text, disallowed_special=())
+        assert got.dtype == np.uint32 and got.tolist() == ref.encode(text, disallowed_special=())
+    assert enc.encode_to_numpy("<|endoftext|>", allowed_special="all").tolist() == [100257]
+    with pytest.raises(ValueError):
+        enc.encode_to_numpy("<|endoftext|>")
+
+
+def test_batch_type_errors(enc):  # type: ignore[no-untyped-def]
+    with pytest.raises(TypeError):
+        enc.encode_ordinary_batch(["a", b"b"])  # type: ignore[list-item]
+
+
+def test_other_encodings(corpora, threads):  # type: ignore[no-untyped-def]
+    import edgetok
+    from reference import tiktoken_encoding
+
+    docs = documents(corpora)[::3]
+    for name in ("o200k_base", "r50k_base"):
+        enc, ref = edgetok.get_encoding(name), tiktoken_encoding(name)
+        want = ref.encode_ordinary_batch(docs)
+        assert enc.encode_ordinary_batch(docs, num_threads=3) == want, name
+        assert flat_lists(*enc.encode_batch_flat(docs, disallowed_special=())) == want, name
+
+
+def test_added_tokens_in_batches(threads):  # type: ignore[no-untyped-def]
+    # a byte vocabulary with a few merges, one special token and one added token (matched in
+    # any text, as Hugging Face's non-special ones): batches must equal one call per document
+    tokens = [(bytes([b]), b) for b in range(256)] + [(b"ab", 256), (b"abc", 257), (b" a", 258)]
+    image = compile_bpe(tokens, [(b"<|s|>", 300), (b"ADD", 301)], "", "gpt2", added=frozenset({301}))
+    enc = Encoding("tiny", Model.from_bytes(image))
+    docs = ["abc ab ADDabc", "x ADD", "no added here", "<|s|> abc", ""] * 30
+    assert enc.encode_ordinary_batch(docs, num_threads=3) == [enc.encode_ordinary(d) for d in docs]
+    ok = docs[:3] * 10
+    assert enc.encode_batch(ok, num_threads=3) == [enc.encode(d) for d in ok]
+    assert enc.count_batch(ok, num_threads=3) == [enc.count(d) for d in ok]
+    assert flat_lists(*enc.encode_batch_flat(ok)) == [enc.encode(d) for d in ok]
+    with pytest.raises(ValueError):
+        enc.encode_batch(docs, num_threads=3)
+
+
+def test_sentencepiece_batches(corpora, tmp_path, threads):  # type: ignore[no-untyped-def]
+    spm = pytest.importorskip("sentencepiece")
+    import edgetok
+
+    train = tmp_path / "t.txt"
+    train.write_text(corpora["english"][:60000] + "\n" + corpora["multilingual"][:40000])
+    spm.SentencePieceTrainer.train(input=str(train), model_prefix=str(tmp_path / "m"),
+                                   vocab_size=1000, minloglevel=2)
+    enc = edgetok.load(str(tmp_path / "m.model"))
+    sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "m.model"))
+    docs = [corpora["multilingual"][i:i + 500] for i in range(0, 20000, 500)] + ["", " a  b "]
+    want = sp.encode(docs)
+    assert enc.encode_ordinary_batch(docs, num_threads=3) == want
+    assert enc.count_batch(docs, num_threads=3) == [len(w) for w in want]
+    assert flat_lists(*enc.encode_batch_flat(docs)) == want
