@@ -13,6 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings
     from typing import Iterable
 
+from ._ids import one as _one
 from ._ids import to_list
 from ._native import ffi, lib
 
@@ -43,6 +44,7 @@ class _Scratch(threading.local):
     out = None
     out_cap = 0
     out_addr = 0  # out's address, for to_list
+    ws_addr = 0  # ws's address, for _ids
 
     def __init__(self) -> None:  # (threading.local: once in each thread)
         self.res = ffi.new("size_t[2]")  # et_encode's *n_out and *consumed
@@ -66,6 +68,7 @@ class Model:
         param = ffi.new("uint32_t *")
         self.pretok: int = lib.et_model_pretok(handle, param)
         self.pretok_param: int = param[0]
+        self._regex = self.pretok == lib.ET_PRETOK_REGEX
         self.nfc: bool = bool(lib.et_model_nfc(handle))
         self.drops_bytes: bool = bool(lib.et_model_drops_bytes(handle))
         # et_encode_bound(len) = _bound0 + _bound1 * len (a unigram model's text may expand)
@@ -223,6 +226,7 @@ class Model:
             if ws == ffi.NULL:
                 raise MemoryError("cannot lay out an edgetok workspace")
             s.ws, s.ws_mem, s.ws_piece = ws, mem, want
+            s.ws_addr = int(ffi.cast("uintptr_t", ws))
         return s.ws
 
     def _out(self, n: int) -> object:
@@ -236,19 +240,19 @@ class Model:
     # -- the operations -------------------------------------------------------------------
     def encode(self, data: bytes, final: bool = True) -> tuple[list[int], int]:
         """Ids of data as ordinary text, and the bytes they cover (all of data when final)."""
-        if self.regex_split:
+        s = self._scratch
+        if final and s.ws_addr and not self._regex:  # one C call (_ids.one)
+            ids = _one(0, _ENCODE_ADDR, s.ws_addr, s.out_addr, s.out_cap, data, (),
+                       self._bound0, self._bound1, FINAL)
+            if ids is not None:
+                return ids, len(data)
+        if self._regex:
             if not final:
                 return [], 0  # pieces are known only once the text is complete
             return [i for ids in self._encode_batch(self._pieces(data)) for i in ids], len(data)
         flags = FINAL if final else 0
         end = len(data)
         bound = self._bound0 + self._bound1 * end
-        s = self._scratch
-        if s.ws != ffi.NULL and 0 < bound <= s.out_cap and type(data) is bytes:  # one C call
-            res = s.res
-            rc = lib.et_encode(s.ws, data, end, flags, s.out, bound, res, res + 1)
-            if rc == lib.ET_OK:
-                return to_list(s.out_addr, res[0]), res[1]
         res = s.res
         out = self._out(max(bound, 1))
         src = ffi.from_buffer(data)
@@ -266,6 +270,25 @@ class Model:
             if rc != lib.ET_E_WORKSPACE:
                 check(rc, "encode")
             self._ws(lib.et_ws_need(self._scratch.ws))
+
+    def encode_text(self, text: str, heads: tuple = ()) -> list[int] | None:  # type: ignore[type-arg]
+        """The ids of text (str) in one C call, or None where that quick path cannot say (a
+        regex pretokenizer, no workspace yet, text holding one of heads (UTF-8 bytes) or lone
+        surrogates, ids that might not fit the id buffer, any C status but ET_OK): the caller
+        then takes the general path (encode of the text's bytes)."""
+        s = self._scratch
+        if not s.ws_addr or self._regex:
+            return None
+        return _one(0, _ENCODE_ADDR, s.ws_addr, s.out_addr, s.out_cap, text, heads,  # type: ignore[no-any-return]
+                    self._bound0, self._bound1, FINAL)
+
+    def count_text(self, text: str, heads: tuple = ()) -> int | None:  # type: ignore[type-arg]
+        """The number of ids of text (str) in one C call, or None (see encode_text)."""
+        s = self._scratch
+        if not s.ws_addr or self._regex:
+            return None
+        return _one(1, _COUNT_ADDR, s.ws_addr, 0, 0, text, heads,  # type: ignore[no-any-return]
+                    self._bound0, self._bound1, FINAL)
 
     def encode_many(self, datas: list[bytes]) -> list[list[int]]:
         """[encode(d)[0] for d in datas] in as few C calls as possible (one, usually)."""
@@ -328,10 +351,15 @@ class Model:
 
     def count(self, data: bytes, final: bool = True) -> tuple[int, int]:
         """Number of ids of data as ordinary text, and the bytes they cover."""
-        if self.regex_split:
+        s = self._scratch
+        if final and s.ws_addr and not self._regex:  # one C call (_ids.one)
+            n = _one(1, _COUNT_ADDR, s.ws_addr, 0, 0, data, (), self._bound0, self._bound1, FINAL)
+            if n is not None:
+                return n, len(data)
+        if self._regex:
             ids, used = self.encode(data, final)
             return len(ids), used
-        res = ffi.new("size_t[2]")
+        res = s.res
         total, pos = 0, 0
         src = ffi.from_buffer(data)
         while True:

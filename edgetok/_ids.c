@@ -287,6 +287,89 @@ done:
     return res;
 }
 
+/* one(mode, fn, ws, out, cap, text, heads, b0, b1, final): one text (str, or bytes already in
+ * UTF-8) through et_encode (mode 0: the list of ids) or et_count (mode 1: the count), ws the
+ * thread's workspace and out its id buffer of cap ids; the GIL is released only for texts long
+ * enough to pay for it. None when this quick path cannot say (the caller then takes the
+ * general one): a str holding one of heads (see batch) or lone surrogates, ids that might not
+ * fit cap, any status but ET_OK (a workspace to grow, an error to raise). */
+#define ONE_NOGIL_BYTES 2048
+
+static PyObject *one(PyObject *self, PyObject *args)
+{
+    int mode;
+    unsigned long long fn_addr, ws_addr, out_addr;
+    Py_ssize_t cap, b0, b1;
+    PyObject *text, *heads;
+    unsigned final;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "iKKKnOOnnI", &mode, &fn_addr, &ws_addr, &out_addr, &cap, &text,
+                          &heads, &b0, &b1, &final))
+        return NULL;
+    if (!fn_addr || !ws_addr || !PyTuple_Check(heads) || cap < 0 || b0 < 0 || b1 < 0 ||
+        (cap && !out_addr)) {
+        PyErr_SetString(PyExc_ValueError, "one: bad arguments");
+        return NULL;
+    }
+    PyObject *owned = NULL;
+    const char *p;
+    size_t len;
+    if (PyUnicode_Check(text)) {
+        if (!(owned = PyUnicode_AsUTF8String(text))) {
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return NULL;
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        p = PyBytes_AsString(owned);
+        len = (size_t)PyBytes_Size(owned);
+        for (Py_ssize_t h = 0, nh = PyTuple_Size(heads); h < nh; h++) {
+            PyObject *hb = PyTuple_GetItem(heads, h);
+            if (!hb || !PyBytes_Check(hb) ||
+                holds(p, len, PyBytes_AsString(hb), (size_t)PyBytes_Size(hb))) {
+                Py_DECREF(owned);
+                Py_RETURN_NONE;
+            }
+        }
+    } else if (PyBytes_Check(text)) {
+        p = PyBytes_AsString(text);
+        len = (size_t)PyBytes_Size(text);
+    } else {
+        Py_RETURN_NONE;
+    }
+    size_t n = 0, used = 0;
+    int rc;
+    PyObject *res = NULL;
+    if (mode == 1) {
+        PyThreadState *ts = len > ONE_NOGIL_BYTES ? PyEval_SaveThread() : NULL;
+        rc = ((count_fn)(uintptr_t)fn_addr)((void *)(uintptr_t)ws_addr, p, len, final, &n, &used);
+        if (ts) PyEval_RestoreThread(ts);
+        if (rc == 0) res = PyLong_FromSize_t(n);
+    } else {
+        uint32_t *out = (uint32_t *)(uintptr_t)out_addr;
+        const size_t bound = (size_t)b0 + (size_t)b1 * len;
+        if (bound > (size_t)cap || bound < len) {
+            Py_XDECREF(owned);
+            Py_RETURN_NONE;
+        }
+        PyThreadState *ts = len > ONE_NOGIL_BYTES ? PyEval_SaveThread() : NULL;
+        rc = ((encode_fn)(uintptr_t)fn_addr)((void *)(uintptr_t)ws_addr, p, len, final, out,
+                                             bound, &n, &used);
+        if (ts) PyEval_RestoreThread(ts);
+        if (rc == 0 && (res = PyList_New((Py_ssize_t)n)) != NULL)
+            for (size_t j = 0; j < n; j++) {
+                PyObject *v = int_of(out[j]);
+                if (!v) {
+                    Py_CLEAR(res);
+                    break;
+                }
+                PyList_SetItem(res, (Py_ssize_t)j, v);
+            }
+    }
+    Py_XDECREF(owned);
+    if (rc != 0 && !res) Py_RETURN_NONE;
+    return res;
+}
+
 /* join(parts, numpy): the (ids, ends) of batch's mode 2, chunk after chunk, as one bytearray
  * of uint32 ids and one bytearray of int64 offsets (n + 1 of them, from 0). */
 static PyObject *join(PyObject *self, PyObject *args)
@@ -341,6 +424,8 @@ static PyObject *join(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"batch", batch, METH_VARARGS,
      "batch(mode, fn, ws, docs, start, end, heads, b0, b1, fallback, final): see the source"},
+    {"one", one, METH_VARARGS,
+     "one(mode, fn, ws, out, cap, text, heads, b0, b1, final): one text's ids or count, or None"},
     {"join", join, METH_VARARGS, "join(parts): batch mode 2's parts as (ids, offsets)"},
     {"to_list", to_list, METH_VARARGS, "to_list(address, n): the n uint32 ids at address, as a list"},
     {"pieces", pieces, METH_VARARGS,

@@ -710,6 +710,8 @@ class Encoding:
         None where the path does not apply (a normalising model, pieces cut by a regex, many
         special tokens, disallowed_special naming strings)."""
         m = self._model
+        if special is not None and special[0].__class__ not in _SETS and special[0] != "all":
+            _bad_allowed(special[0])
         if self._nfc or m.regex_split:
             return None
         if special is not None and not (special[1] == "all" or not special[1]):
