@@ -43,10 +43,12 @@ static void exercise(const et_model *m, int verified)
     (void)et_count_limit(ws, t, len, 7, &c, &used);
     size_t scap = len + 64, cut = 0, k = 0;
     size_t *ends = fz_alloc(scap * sizeof *ends);
+    uint32_t *sids = fz_alloc(scap * sizeof *sids); /* split_at's ids: room for scap */
     for (size_t budget = 1; budget < 40; budget += 9) {
-        if (et_split_at(ws, t, len, budget, ids, ends, scap, &cut, &k) == ET_OK)
+        if (et_split_at(ws, t, len, budget, sids, ends, scap, &cut, &k) == ET_OK)
             CHECK(cut <= len && k <= budget);
     }
+    free(sids);
     uint32_t *cum = fz_alloc((len + 1) * 4);
     if (et_prefix_counts(ws, t, len, cum) == ET_OK) {
         (void)et_count_range(ws, t, len, cum, 3, len - 5, &c);
