@@ -130,3 +130,24 @@ def test_sentencepiece_batches(corpora, tmp_path, threads):  # type: ignore[no-u
     assert enc.encode_ordinary_batch(docs, num_threads=3) == want
     assert enc.count_batch(docs, num_threads=3) == [len(w) for w in want]
     assert flat_lists(*enc.encode_batch_flat(docs)) == want
+
+
+def test_one_call_paths(enc, ref, corpora):  # type: ignore[no-untyped-def]
+    m = enc.model
+    heads = (b"<|",)
+    m.encode(b"warm")  # a workspace and an id buffer for this thread
+    for text in ("hello world", "", " ", "x" * 5000, corpora["multilingual"][:20000],
+                 corpora["code"][:3000], "\U0001f600 done"):
+        want = ref.encode_ordinary(text)
+        data = text.encode()
+        assert m.encode(data) == (want, len(data))
+        assert m.count(data) == (len(want), len(data))
+        got = m.encode_text(text, heads)
+        assert got is None or got == want  # None: the id buffer is too small for it yet
+        n = m.count_text(text, heads)
+        assert n == len(want)
+    assert m.encode_text("a <|endoftext|>", heads) is None  # a special token's head: not here
+    assert m.count_text("a <|endoftext|>", heads) is None
+    assert m.encode_text("x\ud800", heads) is None  # lone surrogate: the general path
+    assert m.encode(bytearray(b"hello world"))[0] == ref.encode("hello world")
+    assert m.encode("a b c".encode(), final=False) == (ref.encode("a b"), 3)

@@ -82,15 +82,30 @@ static inline int whole_char(const uint8_t *t, size_t len, size_t i)
  * thousand frequent words, and one load from this table replaces a trie walk (a cache miss
  * per byte once the vocabulary outgrows the CPU's caches) and, for pieces that are no single
  * token, the merge. A slot holds one piece of up to PIECE_KEY bytes and up to PIECE_IDS ids;
- * a miss computes the ids as usual and overwrites the slot. The answer depends only on the
- * piece's bytes and the workspace's model, so what the table holds never changes a result. */
-#define PIECE_CACHE 8192u /* slots (a power of 2) */
+ * a miss computes the ids as usual and overwrites the slot. Pieces of up to LONG_KEY bytes,
+ * or with up to LONG_IDS ids (words of non-Latin scripts: two or three bytes a letter), go in
+ * a second table of 64-byte slots, in sets of two: a piece is looked for in both, and a miss
+ * moves the set's first slot to its second and fills the first. (Sets of two for the short
+ * pieces hit more often but measured slower: the second compare costs more than it saves.)
+ * The answer depends only on the piece's bytes and the workspace's model, so what the tables
+ * hold never changes a result. Sizes by measurement (bench/cache.py: hit rates on repeated
+ * and on unseen prose, code and multilingual text; then timed): 640 KB a workspace, fixed.
+ * A Unigram model uses the first 256 KB of the short table as its word cache instead. */
+#define PIECE_CACHE 16384u /* slots (a power of 2) */
 #define PIECE_KEY 16u
 #define PIECE_IDS 3u
+#define LONG_CACHE 2048u /* slots (a power of 2) */
+#define LONG_KEY 32u
+#define LONG_IDS 7u
 struct piece_slot {
     uint64_t key[2];             /* the piece's bytes, zero-padded to 16 (see piece_key) */
     uint32_t info;               /* length | id count << 8; 0 = empty */
     uint32_t ids[PIECE_IDS];
+};
+struct long_slot {
+    uint64_t key[4];             /* the piece's bytes, zero-padded to 32 */
+    uint32_t info;               /* length | id count << 8; 0 = empty */
+    uint32_t ids[LONG_IDS];
 };
 
 struct et_ws {
@@ -99,12 +114,13 @@ struct et_ws {
     size_t need; /* set with ET_E_WORKSPACE */
     uint64_t *mem;
     struct piece_slot *pieces;  /* PIECE_CACHE slots, 64-byte aligned, in the caller's memory */
+    struct long_slot *longs;    /* LONG_CACHE slots, right after them */
     uint64_t pairs[PAIR_CACHE]; /* a << 32 | b, with the answer in b's top bit; 0 = empty */
 };
 
 /* The workspace header and the piece cache (from a 64-byte boundary) before ws->mem. */
 #define WS_HEAD (((sizeof(struct et_ws) + 7u) & ~(size_t)7u) + 64u + \
-                 PIECE_CACHE * sizeof(struct piece_slot))
+                 PIECE_CACHE * sizeof(struct piece_slot) + LONG_CACHE * sizeof(struct long_slot))
 
 size_t et_ws_size(size_t max_piece)
 {
@@ -124,7 +140,9 @@ et_ws *et_ws_init(const et_model *m, void *mem, size_t size)
     ws->mem = (uint64_t *)((uint8_t *)mem + WS_HEAD);
     uintptr_t at = (uintptr_t)((uint8_t *)mem + ((sizeof(struct et_ws) + 7u) & ~(size_t)7u));
     ws->pieces = (struct piece_slot *)((at + 63u) & ~(uintptr_t)63u);
+    ws->longs = (struct long_slot *)(ws->pieces + PIECE_CACHE);
     memset(ws->pieces, 0, PIECE_CACHE * sizeof *ws->pieces);
+    memset(ws->longs, 0, LONG_CACHE * sizeof *ws->longs);
     memset(ws->pairs, 0, sizeof ws->pairs);
     return ws;
 }
@@ -132,7 +150,7 @@ et_ws *et_ws_init(const et_model *m, void *mem, size_t size)
 size_t et_ws_need(const et_ws *ws) { return ws->need; }
 void *et_ws_cache(et_ws *ws, size_t *bytes)
 {
-    *bytes = PIECE_CACHE * sizeof(struct piece_slot);
+    *bytes = 8192u * sizeof(struct piece_slot); /* 256 KB: 4096 words (unigram.c) */
     return ws->m->kind == ET_KIND_UNIGRAM ? ws->pieces : NULL; /* BPE models: the piece cache */
 }
 void *et_ws_mem(et_ws *ws) { return ws->mem; }
@@ -456,20 +474,21 @@ static inline uint64_t first_bytes(uint64_t w, size_t n)
 #endif
 }
 
-/* p[0..n) (1 <= n <= 16, avail >= n bytes readable at p) as two numbers: its bytes in memory
- * order, zero-padded to 16. */
-static inline void piece_key(const uint8_t *p, size_t n, size_t avail, uint64_t key[2])
+/* p[0..n) (1 <= n <= 8 * words, avail >= n bytes readable at p) as `words` numbers: its
+ * bytes in memory order, zero-padded. */
+ET_ALWAYS_INLINE static inline void piece_key(const uint8_t *p, size_t n, size_t avail,
+                                              uint64_t *key, size_t words)
 {
-    if (avail >= 16) { /* two loads, then keep the first n bytes */
-        size_t n0 = n < 8 ? n : 8;
-        memcpy(&key[0], p, 8);
-        memcpy(&key[1], p + 8, 8);
-        key[0] = first_bytes(key[0], n0);
-        key[1] = first_bytes(key[1], n - n0);
+    if (avail >= 8 * words) { /* whole loads, then keep the first n bytes */
+        for (size_t w = 0; w < words; w++) {
+            memcpy(&key[w], p + 8 * w, 8);
+            size_t left = n > 8 * w ? n - 8 * w : 0;
+            key[w] = first_bytes(key[w], left < 8 ? left : 8);
+        }
     } else {
-        uint8_t b[16] = {0};
+        uint8_t b[LONG_KEY] = {0};
         memcpy(b, p, n);
-        memcpy(key, b, 16);
+        memcpy(key, b, 8 * words);
     }
 }
 
@@ -480,19 +499,32 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
                                                 const uint32_t **ids, int *rc)
 {
     const et_model *m = ws->m;
-    struct piece_slot *slot = NULL;
-    if (plen <= PIECE_KEY && !(m->flags & ET_FLAG_GAPS)) {
-        uint64_t key[2];
-        piece_key(p, plen, avail, key);
-        uint64_t h = (key[0] * 0x9E3779B97F4A7C15ull) ^ (key[1] + plen) * 0xC2B2AE3D27D4EB4Full;
-        slot = &ws->pieces[(h >> 40) & (PIECE_CACHE - 1)];
-        if (slot->key[0] == key[0] && slot->key[1] == key[1] && (slot->info & 0xFFu) == plen) {
-            *ids = slot->ids;
-            return slot->info >> 8;
+    struct piece_slot *set = NULL; /* the slot a short piece goes in */
+    struct long_slot *lset = NULL; /* the set of two a longer piece, or more ids, goes in */
+    uint64_t key[4] = {0, 0, 0, 0};
+    if (plen <= LONG_KEY && !(m->flags & ET_FLAG_GAPS)) {
+        if (plen <= PIECE_KEY) {
+            piece_key(p, plen, avail, key, 2);
+            uint64_t h = (key[0] * 0x9E3779B97F4A7C15ull) ^ (key[1] + plen) * 0xC2B2AE3D27D4EB4Full;
+            set = &ws->pieces[(h >> 40) & (PIECE_CACHE - 1)];
+            if (set->key[0] == key[0] && set->key[1] == key[1] && (set->info & 0xFFu) == plen) {
+                *ids = set->ids;
+                return set->info >> 8;
+            }
+        } else {
+            piece_key(p, plen, avail, key, 4);
         }
-        slot->info = 0; /* filled below once the ids are known */
-        slot->key[0] = key[0];
-        slot->key[1] = key[1];
+        /* pieces of more than PIECE_IDS ids, and longer pieces: the second table */
+        uint64_t h = ((key[0] * 0x9E3779B97F4A7C15ull) ^ (key[1] + plen) * 0xC2B2AE3D27D4EB4Full) +
+                     ((key[2] * 0x165667B19E3779F9ull) ^ key[3] * 0x27D4EB2F165667C5ull);
+        lset = &ws->longs[(h >> 40) & (LONG_CACHE - 2)];
+        for (int w = 0; w < 2; w++)
+            if (lset[w].key[0] == key[0] && lset[w].key[1] == key[1] &&
+                lset[w].key[2] == key[2] && lset[w].key[3] == key[3] &&
+                (lset[w].info & 0xFFu) == plen) {
+                *ids = lset[w].ids;
+                return lset[w].info >> 8;
+            }
     }
     if (m->flags & ET_FLAG_GAPS) {
         if (!(p = drop_gap_bytes(ws, p, &plen, rc))) return 0;
@@ -502,9 +534,16 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
     if (node != ET_NONE && et_value(m, node) != ET_NONE) {
         *one = et_value(m, node);
         *ids = one;
-        if (slot) {
-            slot->ids[0] = *one;
-            slot->info = (uint32_t)plen | 1u << 8;
+        if (set) {
+            set->key[0] = key[0];
+            set->key[1] = key[1];
+            set->ids[0] = *one;
+            set->info = (uint32_t)plen | 1u << 8;
+        } else if (lset) {
+            lset[1] = lset[0];
+            memcpy(lset[0].key, key, sizeof key);
+            lset[0].ids[0] = *one;
+            lset[0].info = (uint32_t)plen | 1u << 8;
         }
         return 1;
     }
@@ -524,9 +563,16 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
         k = heap_merge(m, p, (uint32_t)plen, ws->mem, tmp);
     if (!k) *rc = ET_E_FORMAT;
     *ids = tmp;
-    if (slot && k && k <= PIECE_IDS) {
-        memcpy(slot->ids, tmp, k * sizeof *tmp);
-        slot->info = (uint32_t)plen | (uint32_t)k << 8;
+    if (set && k && k <= PIECE_IDS) {
+        set->key[0] = key[0];
+        set->key[1] = key[1];
+        memcpy(set->ids, tmp, k * sizeof *tmp);
+        set->info = (uint32_t)plen | (uint32_t)k << 8;
+    } else if (lset && k && k <= LONG_IDS) {
+        lset[1] = lset[0];
+        memcpy(lset[0].key, key, sizeof key);
+        memcpy(lset[0].ids, tmp, k * sizeof *tmp);
+        lset[0].info = (uint32_t)plen | (uint32_t)k << 8;
     }
     return k;
 }
