@@ -1,20 +1,26 @@
 """Batch and single-text parallelism, side by side in one run:
 
-- encode_batch / count_batch of 4 KB documents with 1, 2 and all threads: edgetok vs tiktoken
-  (and HF tokenizers' encode_batch when the `tokenizers` package and a cl100k tokenizer.json
-  are available: not here, so it is left out)
-- tiny batches (10-byte strings): the cost of thread hand-off
+- batches of 4 KB documents, per text: edgetok's encode_ordinary_batch, encode_batch,
+  count_batch and encode_batch_flat on 1, 2 and all threads (and how 1 -> 2 threads scales),
+  then the peers' batch APIs on all cores (bench/peers.py: tiktoken's encode_ordinary_batch,
+  fastokens' encode_batch_flat, gigatoken's encode_batch, Hugging Face tokenizers'
+  encode_batch), each checked for tiktoken's ids first
+- tiny batches (11-byte strings): the cost of the call
 - one large text: encode_parallel / count_parallel vs the sequential calls
 
-    python bench/parallel.py
+    python bench/parallel.py [--rounds 5] [--peers fastokens,gigatoken,tokenizers]
 """
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "bench")]
+
+import peers as peer_mod  # noqa: E402
 import reference  # noqa: E402
 
 import edgetok  # noqa: E402
@@ -31,29 +37,69 @@ def best(fn, rounds: int = 5) -> float:  # type: ignore[no-untyped-def]
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--peers", default="fastokens,gigatoken,tokenizers")
+    ap.add_argument("--size", type=int, default=4000, help="characters per document")
+    args = ap.parse_args()
     enc = edgetok.get_encoding("cl100k_base")
     tk = reference.tiktoken_encoding("cl100k_base")
-    c = reference.corpora()
-    text = (c["english"] + c["code"] + c["multilingual"]) * 2
-    mb = len(text.encode()) / 1e6
-    docs = [text[i:i + 4000] for i in range(0, len(text), 4000)]
-    assert enc.encode_ordinary_batch(docs) == tk.encode_ordinary_batch(docs)
-    print(f"{cores()} cores; {len(docs)} documents of 4 KB ({mb:.1f} MB)")
-    print(f"{'threads':<10}{'edgetok encode':>16}{'edgetok count':>15}{'tiktoken encode':>17}   MB/s")
-    for n in sorted({1, 2, cores()}):
-        a = best(lambda: enc.encode_ordinary_batch(docs, num_threads=n))
-        b = best(lambda: enc.count_batch(docs, num_threads=n))
-        t = best(lambda: tk.encode_ordinary_batch(docs, num_threads=n))
-        print(f"{n:<10}{mb / a:>16.1f}{mb / b:>15.1f}{mb / t:>17.1f}")
+    corpora = dict(reference.corpora())
+    man = peer_mod.multilingual_man()
+    if man:
+        corpora["multi (man)"] = man
+    notes: list[str] = []
+    peers = peer_mod.load(tuple(filter(None, args.peers.split(","))), notes)
+    n_all = cores()
+    threads = sorted({1, 2, n_all})
+    print(f"{n_all} cores; documents of {args.size} characters; MB/s (best of {args.rounds})")
+    for kind, text in corpora.items():
+        if len(text) < 2_000_000:
+            text = text * (2_000_000 // len(text) + 1)
+        docs = [text[i:i + args.size] for i in range(0, len(text), args.size)]
+        mb = sum(len(d.encode()) for d in docs) / 1e6
+        want = tk.encode_ordinary_batch(docs, num_threads=n_all)
+        assert enc.encode_ordinary_batch(docs) == want
+        assert enc.count_batch(docs) == [len(w) for w in want]
+        ids, offs = enc.encode_batch_flat(docs)
+        assert all(ids[offs[i]:offs[i + 1]].tolist() == w for i, w in enumerate(want))
+        ok = peer_mod.check(peers, {}, notes, docs)
+        print(f"\n{kind}: {len(docs)} documents, {mb:.1f} MB")
+        ours = {"encode_ordinary_batch": lambda n: enc.encode_ordinary_batch(docs, num_threads=n),
+                "encode_batch": lambda n: enc.encode_batch(docs, num_threads=n),
+                "count_batch": lambda n: enc.count_batch(docs, num_threads=n),
+                "encode_batch_flat": lambda n: enc.encode_batch_flat(docs, num_threads=n)}
+        res: dict[str, dict[int, float]] = {k: {} for k in ours}
+        for r in range(args.rounds):  # rounds interleave everything: drift hits all alike
+            for k, fn in ours.items():
+                for n in threads:
+                    t0 = time.perf_counter()
+                    fn(n)
+                    el = time.perf_counter() - t0
+                    res[k][n] = min(res[k].get(n, el), el)
+        print(f"  {'edgetok':<28}" + "".join(f"{f'{n} thr':>9}" for n in threads) + "   1 -> 2 threads")
+        for k in ours:
+            print(f"  {k:<28}" + "".join(f"{mb / res[k][n]:>9.0f}" for n in threads)
+                  + f"   {res[k][1] / res[k][2]:.2f}x")
+        flat = res["encode_batch_flat"][n_all]
+        for p in ok:
+            sec = best(lambda p=p: p["batch"](docs), args.rounds)
+            print(f"  {p['name'] + ' ' + p['version']:<28}{mb / sec:>9.0f} on all cores"
+                  f"   (edgetok encode_batch_flat {sec / flat:.2f}x, encode_ordinary_batch "
+                  f"{sec / res['encode_ordinary_batch'][n_all]:.2f}x)")
     tiny = ["hello there"] * 200
     a = best(lambda: enc.encode_ordinary_batch(tiny), 50)
     t = best(lambda: tk.encode_ordinary_batch(tiny), 50)
-    print(f"200 strings of 11 bytes: edgetok {a * 1e6:.0f} us, tiktoken {t * 1e6:.0f} us")
+    print(f"\n200 strings of 11 bytes: edgetok {a * 1e6:.0f} us, tiktoken {t * 1e6:.0f} us")
+    text = (corpora["english"] + corpora["code"] + corpora["multilingual"]) * 2
+    mb = len(text.encode()) / 1e6
     assert enc.encode_parallel(text) == enc.encode_ordinary(text)
     s1, p1 = best(lambda: enc.encode_ordinary(text)), best(lambda: enc.encode_parallel(text))
     s2, p2 = best(lambda: enc.count(text)), best(lambda: enc.count_parallel(text))
     print(f"one {mb:.1f} MB text: encode {mb / s1:.0f} -> {mb / p1:.0f} MB/s ({s1 / p1:.2f}x), "
           f"count {mb / s2:.0f} -> {mb / p2:.0f} MB/s ({s2 / p2:.2f}x)")
+    for n in notes:
+        print("note:", n)
 
 
 if __name__ == "__main__":
