@@ -183,7 +183,7 @@ def load(path: str | os.PathLike[str], *, name: str | None = None,
             if cached is not None:
                 _store(cached, image)
     enc = Encoding(name or p.name.split(".")[0], model)
-    enc._recipe = ("load", str(p.absolute()), name, fairseq_ids)
+    enc._recipe = ("load", str(p.absolute()), name, fairseq_ids, None)
     return enc
 
 
