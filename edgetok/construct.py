@@ -89,13 +89,14 @@ def build(name: str, pat_str: str, mergeable_ranks: dict[bytes, int],
 def _compile(key: str, tokens: list[tuple[bytes, int]], specials: list[tuple[bytes, int]],
              pattern: str, pretok: str, name: str) -> "Model":
     from ._ffi import Model, compile_bpe
-    from .registry import _cached_key, _open_cached, _store
+    from .cache import cached_key, store
+    from .registry import _open_cached
 
-    cached = _cached_key(f"tiktoken-ranks\0{key}")
+    cached = cached_key(f"tiktoken-ranks\0{key}")
     model = _open_cached(cached) if cached is not None else None
     if model is None:
         image = compile_bpe(tokens, specials, pattern, pretok, source=f"Encoding {name!r}")
         model = Model.from_bytes(image, f"Encoding {name!r}")
         if cached is not None:
-            _store(cached, image)
+            store(cached, image)
     return model

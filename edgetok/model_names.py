@@ -95,3 +95,18 @@ def encoding_for_model(model_name: str) -> "Encoding":
     from .registry import get_encoding
 
     return get_encoding(encoding_name_for_model(model_name))
+
+
+def derived_specials(name: str) -> dict[str, int]:
+    """The special tokens of tiktoken's encodings that are a built-in model with other special tokens (registry.DERIVED) (tiktoken_ext/openai_public.py)."""
+    eot, fim = "<|endoftext|>", ("<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>")
+    if name == "gpt2":
+        return {eot: 50256}
+    if name == "p50k_edit":
+        return {eot: 50256, **{t: 50281 + k for k, t in enumerate(fim)}}
+    named = {"<|startoftext|>": 199998, eot: 199999, "<|return|>": 200002,
+             "<|constrain|>": 200003, "<|channel|>": 200005, "<|start|>": 200006,
+             "<|end|>": 200007, "<|message|>": 200008, "<|call|>": 200012}
+    reserved = {f"<|reserved_{i}|>": i for i in (200000, 200001, 200004, 200009, 200010, 200011)}
+    return {eot: 199999, "<|endofprompt|>": 200018, **named, **reserved,
+            **{f"<|reserved_{i}|>": i for i in range(200013, 201088)}}

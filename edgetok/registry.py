@@ -19,21 +19,6 @@ _lock = threading.Lock()
 DERIVED = {"gpt2": "r50k_base", "p50k_edit": "p50k_base", "o200k_harmony": "o200k_base"}
 
 
-def _derived_specials(name: str) -> dict[str, int]:
-    """The special tokens of a DERIVED encoding (tiktoken_ext/openai_public.py)."""
-    eot, fim = "<|endoftext|>", ("<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>")
-    if name == "gpt2":
-        return {eot: 50256}
-    if name == "p50k_edit":
-        return {eot: 50256, **{t: 50281 + k for k, t in enumerate(fim)}}
-    named = {"<|startoftext|>": 199998, eot: 199999, "<|return|>": 200002,
-             "<|constrain|>": 200003, "<|channel|>": 200005, "<|start|>": 200006,
-             "<|end|>": 200007, "<|message|>": 200008, "<|call|>": 200012}
-    reserved = {f"<|reserved_{i}|>": i for i in (200000, 200001, 200004, 200009, 200010, 200011)}
-    return {eot: 199999, "<|endofprompt|>": 200018, **named, **reserved,
-            **{f"<|reserved_{i}|>": i for i in range(200013, 201088)}}
-
-
 def list_encodings() -> list[str]:
     """Names of the built-in encodings: the models shipped in the package's data/, and
     tiktoken's encodings made of one of them with other special tokens (DERIVED)."""
@@ -52,11 +37,12 @@ def get_encoding(name: str) -> "Encoding":
         return enc
     if name in DERIVED and (DATA / f"{DERIVED[name]}.etok").exists():
         from .encoding import Encoding
+        from .model_names import derived_specials
 
         base = get_encoding(DERIVED[name])
         with _lock:
             if name not in _cache:
-                enc = Encoding(name, base.model, _derived_specials(name))
+                enc = Encoding(name, base.model, derived_specials(name))
                 enc._recipe = ("get", name)
                 _cache[name] = enc
             return _cache[name]
@@ -82,26 +68,10 @@ def _cached(p: Path, options: str = "") -> Path | None:
     compiler files (a reinstall recompiles; EDGETOK_NO_CACHE=1: None)."""
     if os.environ.get("EDGETOK_NO_CACHE", "") not in ("", "0"):
         return None
+    from .cache import cached_key
+
     st = p.stat()
-    return _cached_key(f"{p.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{options}")
-
-
-def _cached_key(what: str) -> Path | None:
-    """The cache entry for a compiled model keyed on what (with this edgetok's version and
-    installed compiler files; EDGETOK_NO_CACHE=1: None)."""
-    if os.environ.get("EDGETOK_NO_CACHE", "") not in ("", "0"):
-        return None
-    import hashlib
-
-    from . import __version__
-    from .fetch import cache_dir
-
-    here = Path(__file__).parent
-    tools = sorted(here.glob("_native*")) + [here / f for f in (
-        "compiler.py", "hf.py", "spm.py", "gguf.py", "construct.py")]
-    stamp = ",".join(str(t.stat().st_mtime_ns) for t in tools if t.exists())
-    key = f"{what}\0{__version__}\0{stamp}"
-    return cache_dir() / "models" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".etok")
+    return cached_key(f"{p.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{options}")
 
 
 CACHE_KEEP = 16  # compiled models kept in the cache; the least recently used go first
@@ -181,23 +151,9 @@ def load(path: str | os.PathLike[str], *, name: str | None = None,
             image = compile_source(p, fairseq_ids=fairseq_ids)
             model = Model.from_bytes(image, str(p))
             if cached is not None:
-                _store(cached, image)
+                from .cache import store
+
+                store(cached, image)
     enc = Encoding(name or p.name.split(".")[0], model)
     enc._recipe = ("load", str(p.absolute()), name, fairseq_ids, None)
     return enc
-
-
-def _store(cached: Path, image: bytes) -> None:
-    """Writes a compiled model into cache entry cached (by rename; a read-only or full cache
-    only costs the next run a compile)."""
-    tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(image)
-        tmp.replace(cached)
-        _prune(cached.parent)
-    except OSError:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
