@@ -273,11 +273,11 @@ class Model:
 
     def encode_text(self, text: str, heads: tuple = ()) -> list[int] | None:  # type: ignore[type-arg]
         """The ids of text (str) in one C call, or None where that quick path cannot say (a
-        regex pretokenizer, no workspace yet, text holding one of heads (UTF-8 bytes) or lone
-        surrogates, ids that might not fit the id buffer, any C status but ET_OK): the caller
+        regex pretokenizer, no workspace yet, text not a str, or holding one of heads (UTF-8
+        bytes) or lone surrogates, ids that might not fit the id buffer, any C status but ET_OK): the caller
         then takes the general path (encode of the text's bytes)."""
         s = self._scratch
-        if not s.ws_addr or self._regex:
+        if not s.ws_addr or self._regex or type(text) is not str:
             return None
         return _one(0, _ENCODE_ADDR, s.ws_addr, s.out_addr, s.out_cap, text, heads,  # type: ignore[no-any-return]
                     self._bound0, self._bound1, FINAL)
@@ -285,7 +285,7 @@ class Model:
     def count_text(self, text: str, heads: tuple = ()) -> int | None:  # type: ignore[type-arg]
         """The number of ids of text (str) in one C call, or None (see encode_text)."""
         s = self._scratch
-        if not s.ws_addr or self._regex:
+        if not s.ws_addr or self._regex or type(text) is not str:
             return None
         return _one(1, _COUNT_ADDR, s.ws_addr, 0, 0, text, heads,  # type: ignore[no-any-return]
                     self._bound0, self._bound1, FINAL)
