@@ -48,7 +48,9 @@ def source_tree_hint() -> str:
 def model_options(f):  # type: ignore[no-untyped-def]
     f = click.option("-m", "--model", metavar="PATH",
                      help="An .etok model, or a GGUF, tokenizer.json, SentencePiece .model or tiktoken "
-                     "file, compiled on first use and cached (instead of --encoding).")(f)
+                     "file, compiled on first use and cached (instead of --encoding); a folder "
+                     "holding tokenizer.json, or a hub id (Org/Name) in the local Hugging Face "
+                     "cache (never downloaded).")(f)
     f = click.option("-e", "--encoding", default="cl100k_base", show_default=True,
                      help="Built-in encoding (see `edgetok info --list`).")(f)
     return f
@@ -194,6 +196,15 @@ def jobs_option(f):  # type: ignore[no-untyped-def]
                         help="Threads to use (default: all cores). The ids do not depend on it.")(f)
 
 
+def add_special_option(f):  # type: ignore[no-untyped-def]
+    return click.option(
+        "--add-special-tokens/--no-add-special-tokens", "add_special", default=None,
+        help="Add what the model's file says goes around a text: a tokenizer.json's "
+        "post-processor tokens (on by default, as Hugging Face's tokenizer(text)); a GGUF's "
+        "BOS / EOS where llama.cpp's add_special adds them (off by default). `edgetok info` "
+        "says what is added.")(f)
+
+
 def resolve_jobs(jobs: int | None) -> int:
     from edgetok.parallel import cores
 
@@ -210,14 +221,21 @@ def resolve_jobs(jobs: int | None) -> int:
 @click.option("--special-as-text", is_flag=True, help=TEXT_HELP)
 @click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict",
               show_default=True, help=ERRORS_HELP)
-@click.option("--bos", is_flag=True, help="Start with the model's BOS id (SentencePiece models).")
-@click.option("--eos", is_flag=True, help="End with the model's EOS id (SentencePiece models).")
+@click.option("--bos", is_flag=True, help="Start with the model's BOS id (SentencePiece models, "
+              "GGUF files: the one they declare).")
+@click.option("--eos", is_flag=True, help="End with the model's EOS id (SentencePiece models, "
+              "GGUF files).")
+@add_special_option
 @jobs_option
 def encode(file: str, encoding: str, model: str | None, fmt: str, allow_special: bool,
-           special_as_text: bool, errors: str, bos: bool, eos: bool, jobs: int | None) -> None:
+           special_as_text: bool, errors: str, bos: bool, eos: bool, add_special: bool | None,
+           jobs: int | None) -> None:
     """Print the token ids of FILE (default: stdin).
 
     Large inputs stream with bounded memory and give the same ids as encoding the whole text.
+    A tokenizer.json's post-processor tokens (BOS, EOS) are added, as Hugging Face's
+    tokenizer(text) adds them. --format tokens shows each token's character and byte offsets
+    in the input (start:end, Hugging Face's offsets; added tokens 0:0).
 
     \b
     Examples:
@@ -225,17 +243,26 @@ def encode(file: str, encoding: str, model: str | None, fmt: str, allow_special:
       edgetok encode book.txt --format json > ids.json
       edgetok encode prompt.txt --allow-special --format tokens
       edgetok encode --model xlm-roberta.model --bos --eos query.txt
+      edgetok encode --model Qwen/Qwen2.5-7B-Instruct --no-add-special-tokens q.txt
     """
     import itertools
 
     from edgetok.stream import encode_stream
 
     enc = load_encoding(encoding, model)
+    before, after = enc._special_wrap(add_special)
     try:
-        head = [[enc._bos_eos("bos")]] if bos else []
-        tail = [[enc._bos_eos("eos")]] if eos else []
+        head = [[*before, *([enc._bos_eos("bos")] if bos else [])]]
+        tail = [[*after, *([enc._bos_eos("eos")] if eos else [])]]
     except ValueError as e:
-        raise Failure(f"{e} (--bos and --eos are for SentencePiece models)") from None
+        raise Failure(f"{e} (--bos and --eos are for SentencePiece models and GGUF files)") from None
+    m = enc.model
+    if fmt == "tokens" and m.kind == "bpe" and (m.nfc or m.drops_bytes or (
+            enc._post is not None and enc._post["trim"])):
+        tokens_whole(enc, file, errors, special_policy(allow_special, special_as_text),
+                     add_special, head[0][len(before):], tail[0][len(after):])
+        return
+    offsets = TokenOffsets() if m.kind == "bpe" else None
     out = Output()
     allowed, disallowed = special_policy(allow_special, special_as_text)
     first = True
@@ -244,15 +271,17 @@ def encode(file: str, encoding: str, model: str | None, fmt: str, allow_special:
         out.write("[")
     try:
         jobs = resolve_jobs(jobs)
-        for ids in itertools.chain(head, encode_stream(
-                enc, text_chunks(file, errors, jobs, out), allowed_special=allowed,
-                disallowed_special=disallowed, jobs=jobs), tail):
+        stream = encode_stream(enc, text_chunks(file, errors, jobs, out), allowed_special=allowed,
+                               disallowed_special=disallowed, jobs=jobs)
+        for added, ids in itertools.chain([(True, head[0])], ((False, x) for x in stream),
+                                          [(True, tail[0])]):
             assert isinstance(ids, list)
             for k in range(0, len(ids), WRITE_IDS):  # text for a bounded number of ids at a time
                 part = ids[k:k + WRITE_IDS]
                 if fmt == "tokens":
-                    out.write("".join(f"{i}\t{token_text(enc.decode_single_token_bytes(i))}\n"
-                                      for i in part))
+                    out.write("".join(f"{i}\t{token_text(b)}"
+                                      f"{offsets.next(b, added) if offsets else ''}\n"
+                                      for i in part for b in (enc.decode_single_token_bytes(i),)))
                 else:
                     out.write(("" if first else sep) + sep.join(map(str, part)))
                     first = False
@@ -268,6 +297,48 @@ def encode(file: str, encoding: str, model: str | None, fmt: str, allow_special:
 
 
 WRITE_IDS = 1 << 16  # ids turned into text at a time
+
+
+class TokenOffsets:
+    """Offsets of streamed tokens, from their bytes: "\tchars\tbytes" as start:end, the
+    characters Hugging Face's offsets give (a token holding part of a character spans all of
+    it) and the UTF-8 bytes; added tokens (BOS, EOS) 0:0. For models whose tokens tile the
+    text (no normaliser, no dropped bytes, no trimmed offsets)."""
+
+    def __init__(self) -> None:
+        self.pos, self.chars = 0, 0
+
+    def next(self, b: bytes, added: bool) -> str:
+        if added:
+            return "\t0:0\t0:0"
+        if not b:  # (no token is empty)
+            return f"\t{self.chars}:{self.chars}\t{self.pos}:{self.pos}"
+        start = self.chars - (0x80 <= b[0] < 0xC0)
+        self.chars += len(b.translate(None, bytes(range(0x80, 0xC0))))
+        bs, self.pos = self.pos, self.pos + len(b)
+        return f"\t{max(start, 0)}:{self.chars}\t{bs}:{self.pos}"
+
+
+def tokens_whole(enc: "edgetok.Encoding", file: str, errors: str, policy: tuple[object, object],
+                 add_special: bool | None, bos: list[int], eos: list[int]) -> None:
+    """encode -f tokens for models whose offsets need the whole text (a normaliser, dropped
+    bytes, trimmed offsets): encode_with_offsets on all of it."""
+    text = "".join(text_chunks(file, errors))
+    try:
+        ids, offsets, byte_offsets = enc.encode_with_offsets(
+            text, allowed_special=policy[0], disallowed_special=policy[1],  # type: ignore[arg-type]
+            add_special_tokens=add_special)
+    except ValueError as e:
+        msg = str(e).split("\n")[0]
+        raise Failure(msg) from None
+    rows = [(i, "0:0", "0:0") for i in bos]
+    rows += [(i, f"{a}:{b}", f"{c}:{d}") for i, (a, b), (c, d) in zip(ids, offsets, byte_offsets)]
+    rows += [(i, "0:0", "0:0") for i in eos]
+    out = Output()
+    for k in range(0, len(rows), WRITE_IDS):
+        out.write("".join(f"{i}\t{token_text(enc.decode_single_token_bytes(i))}\t{c}\t{b}\n"
+                          for i, c, b in rows[k:k + WRITE_IDS]))
+    out.flush()
 
 
 def read_ids(path: str) -> Iterator[list[int]]:
@@ -341,9 +412,11 @@ def decode(file: str, encoding: str, model: str | None, errors: str) -> None:
               show_default=True, help=ERRORS_HELP)
 @click.option("--limit", type=click.IntRange(0), metavar="N",
               help="Exit with status 1, saying by how much, if a file has more than N tokens.")
+@add_special_option
 @jobs_option
 def count(files: tuple[str, ...], encoding: str, model: str | None, allow_special: bool,
-          special_as_text: bool, errors: str, limit: int | None, jobs: int | None) -> None:
+          special_as_text: bool, errors: str, limit: int | None, add_special: bool | None,
+          jobs: int | None) -> None:
     """Count the tokens of each FILE (default: stdin), like wc, with a total for several.
 
     \b
@@ -357,13 +430,14 @@ def count(files: tuple[str, ...], encoding: str, model: str | None, allow_specia
 
     enc = load_encoding(encoding, model)
     allowed, disallowed = special_policy(allow_special, special_as_text)
+    added = sum(map(len, enc._special_wrap(add_special)))
     paths = files or ("-",)
     jobs = resolve_jobs(jobs)
     inner = 1 if len(paths) > 1 else jobs  # many files: one per thread; one file: shards
 
     def count_one(path: str) -> int | Failure:
         try:
-            n = 0
+            n = added
             for c in encode_stream(enc, text_chunks(path, errors, inner), allowed_special=allowed,
                                    disallowed_special=disallowed, count_only=True, jobs=inner):
                 assert isinstance(c, int)
@@ -593,6 +667,13 @@ def info(encoding: str, model: str | None, list_: bool, verify: bool, as_json: b
         d["pattern"] = m.pattern
         d["bpe"] = "exact merges; long pieces: " + ("linear backtracking" if m.backtracks else
                                                    "heap (tokens not all reachable by merges)")
+    d["adds"] = enc.special_tokens_added()
+    if enc._gguf is not None:
+        g = enc._gguf
+        d["gguf_bos_eos"] = (f"BOS {g['bos']}, EOS {g['eos']}; llama.cpp's add_special adds "
+                             f"{' and '.join(w for w in ('BOS', 'EOS') if g['add_' + w.lower()]) or 'neither'}"
+                             " (--add-special-tokens, add_special_tokens=True; --bos / --eos, "
+                             "add_bos / add_eos: either)")
     d |= {
         "model_bytes": m.size, "max_token_bytes": m.max_token_len,
         "memory": m.backing,
@@ -602,6 +683,11 @@ def info(encoding: str, model: str | None, list_: bool, verify: bool, as_json: b
     if as_json:
         out.write(json.dumps(d, indent=2, ensure_ascii=False) + "\n")
     else:
+        adds = d["adds"]
+        assert isinstance(adds, dict)
+        d["adds"] = (f"{adds['before']} before and {adds['after']} after the text's ids, by "
+                     f"{adds['by']} (--no-add-special-tokens: neither)"
+                     if adds["before"] or adds["after"] else "nothing by default")
         sp = d["special_tokens"]
         assert isinstance(sp, dict)
         if len(sp) > 12:  # Qwen2's and Llama-3's hundreds of reserved tokens: a sample

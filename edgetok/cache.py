@@ -24,12 +24,33 @@ def cached_key(what: str) -> Path | None:
     return cache_dir() / "models" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".etok")
 
 
-def store(cached: Path, image: bytes) -> None:
-    """Writes a compiled model into cache entry cached (by rename; a read-only or full cache
-    only costs the next run a compile)."""
+def meta_path(cached: Path) -> Path:
+    """Where the entry's metadata is kept: what encoding needs beyond the model (a
+    tokenizer.json's post-processor, a GGUF's BOS and EOS), as JSON beside it."""
+    return cached.with_suffix(".json")
+
+
+def read_meta(cached: Path) -> dict | None:  # type: ignore[type-arg]
+    """The metadata stored with a cache entry; None when missing or damaged (compile again)."""
+    import json
+
+    try:
+        meta = json.loads(meta_path(cached).read_bytes())
+    except (OSError, ValueError):
+        return None
+    return meta if type(meta) is dict else None
+
+
+def store(cached: Path, image: bytes, meta: dict | None = None) -> None:  # type: ignore[type-arg]
+    """Writes a compiled model into cache entry cached, its metadata first (each by rename; a
+    read-only or full cache only costs the next run a compile)."""
+    import json
+
     tmp = cached.with_suffix(f".{os.getpid()}.tmp")
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(meta or {}))
+        tmp.replace(meta_path(cached))
         tmp.write_bytes(image)
         tmp.replace(cached)
         from .registry import _prune

@@ -138,11 +138,12 @@ def source_kind(path: str | Path) -> str:
 
 def compile_source(path: str | Path, *, specials: dict[str, int] | None = None,
                    pretokenizer: str = "cl100k", pattern: str | None = None,
-                   fairseq_ids: bool = False) -> bytes:
+                   fairseq_ids: bool = False, meta: dict | None = None) -> bytes:  # type: ignore[type-arg]
     """Compile any supported vocabulary file: a GGUF file or a Hugging Face tokenizer.json
     (byte-level BPE), a SentencePiece .model (Unigram) or a tiktoken file (with the named
     pretokenizer and the given special tokens). fairseq_ids: number a SentencePiece model's
-    pieces as Hugging Face's XLM-RoBERTa tokenizers do (see spm.use_fairseq_ids)."""
+    pieces as Hugging Face's XLM-RoBERTa tokenizers do (see spm.use_fairseq_ids). meta (if
+    given) gets what encoding needs beyond the model (hf.read_tokenizer_json, hf.read_gguf)."""
     kind = source_kind(path)
     if kind == "etok":
         raise ModelError(f"{path}: an edgetok model already (compile takes a vocabulary file)")
@@ -153,7 +154,7 @@ def compile_source(path: str | Path, *, specials: dict[str, int] | None = None,
             raise ModelError(f"special tokens come from the {kind} file itself")
         from . import hf
 
-        return hf.read_gguf(path) if kind == "gguf" else hf.read_tokenizer_json(path)
+        return hf.read_gguf(path, meta) if kind == "gguf" else hf.read_tokenizer_json(path, meta)
     if kind == "sentencepiece":
         if specials:
             raise ModelError("special tokens come from the SentencePiece model itself")

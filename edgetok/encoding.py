@@ -45,6 +45,15 @@ def _special_regex(tokens: frozenset[str]):  # type: ignore[no-untyped-def]
 
 
 _SETS = (set, frozenset)
+_CONTINUATION = bytes(range(0x80, 0xC0))
+# what Rust's char::is_whitespace takes (Unicode White_Space), and GPT-2's byte-level space
+_HF_SPACE = ("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+             "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\u0120")
+
+
+def _leads(data: bytes, start: int, end: int) -> int:
+    """How many characters start in data[start:end] (UTF-8 lead bytes)."""
+    return len(data[start:end].translate(None, _CONTINUATION))
 
 
 def _bad_allowed(allowed_special: object) -> None:
@@ -85,7 +94,8 @@ def _rebuild(recipe: tuple) -> "Encoding":  # type: ignore[type-arg]
             _, path, name, fairseq_ids, specials = recipe
             enc = load(path, name=name, fairseq_ids=fairseq_ids)
             if specials is not None:
-                enc = Encoding(enc.name, enc.model, specials)
+                loaded, enc = enc, Encoding(enc.name, enc.model, specials)
+                enc._wrap, enc._post, enc._gguf = loaded._wrap, loaded._post, loaded._gguf
                 enc._recipe = recipe
         elif kind == "ctor":
             _, name, pat_str, ranks, specials, n_vocab = recipe
@@ -104,6 +114,13 @@ def _rebuild(recipe: tuple) -> "Encoding":  # type: ignore[type-arg]
 
 class Encoding:
     """A tokenizer with tiktoken's interface: same ids, same exceptions, same results."""
+
+    # what the model's file adds around a text (see _conventions): a tokenizer.json's
+    # post-processor as the ids before and after the text's, and how it trims offsets; a
+    # GGUF's BOS / EOS and when llama.cpp adds them
+    _wrap: "tuple[list[int], list[int]] | None" = None
+    _post: "dict[str, Any] | None" = None
+    _gguf: "dict[str, Any] | None" = None
 
     def __init__(self, name: str, model: Model | None = None,
                  special_tokens: dict[str, int] | None = None, *, pat_str: str | None = None,
@@ -256,11 +273,15 @@ class Encoding:
     def encode(self, text: str, *,
                allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
                disallowed_special: "Literal['all'] | Collection[str]" = "all",
-               add_bos: bool = False, add_eos: bool = False) -> list[int]:
+               add_bos: bool = False, add_eos: bool = False,
+               add_special_tokens: bool | None = None) -> list[int]:
         """Ids of text. Special tokens in allowed_special become their ids; any other special
         token found in the text raises ValueError unless disallowed_special excludes it.
-        add_bos / add_eos put a SentencePiece model's BOS / EOS id around them (as
-        sentencepiece's encode(text, add_bos=True, add_eos=True))."""
+        add_bos / add_eos put the model's BOS / EOS id around them (as sentencepiece's
+        encode(text, add_bos=True, add_eos=True); a GGUF's declared ones).
+        add_special_tokens: a tokenizer.json's post-processor tokens are added unless it is
+        False (Hugging Face's tokenizer(text).input_ids); True on a GGUF adds BOS / EOS as
+        llama.cpp's add_special does; nothing on other models."""
         if allowed_special.__class__ not in _SETS and allowed_special != "all":
             _bad_allowed(allowed_special)
         if (not allowed_special and disallowed_special == "all"
@@ -268,6 +289,9 @@ class Encoding:
             ids = self._model.encode(self._bytes(text))[0]
         else:
             ids = self._encode(text, allowed_special, disallowed_special, 1)
+        if add_special_tokens is not False and (self._wrap is not None or add_special_tokens):
+            before, after = self._special_wrap(add_special_tokens)
+            ids = [*before, *ids, *after]
         if add_bos:
             ids.insert(0, self._bos_eos("bos"))
         if add_eos:
@@ -276,17 +300,61 @@ class Encoding:
 
     def _bos_eos(self, which: str) -> int:
         i = self._model.bos if which == "bos" else self._model.eos
+        if i is None and self._gguf is not None:  # a byte-level GGUF: the id it declares
+            i = self._gguf[which]
         if i is None:
             raise ValueError(f"{self.name} has no {which.upper()} token")
         return i
 
+    # -- the model file's own conventions (Hugging Face's post-processor, llama.cpp's BOS) ----
+    def _conventions(self, meta: "dict[str, Any] | None") -> None:
+        """Takes what a loaded file says is added around a text (registry.load's meta)."""
+        meta = meta or {}
+        self._post = post = meta.get("post")
+        if post is not None and post["template"] != [None]:
+            t = post["template"]
+            k = t.index(None)
+            self._wrap = (list(t[:k]), list(t[k + 1:]))
+        self._gguf = meta.get("gguf")
+
+    def _special_wrap(self, add_special_tokens: bool | None) -> "tuple[list[int], list[int]]":
+        """(ids before, ids after) the text's for add_special_tokens: None (the default) is
+        Hugging Face's default for a tokenizer.json (its post-processor's tokens) and nothing
+        for other files; True on a GGUF adds BOS / EOS where llama.cpp's add_special does."""
+        if add_special_tokens is False:
+            return [], []
+        if self._wrap is not None:
+            return self._wrap
+        g = self._gguf
+        if add_special_tokens and g is not None:
+            return ([g["bos"]] if g["add_bos"] and g["bos"] is not None else [],
+                    [g["eos"]] if g["add_eos"] and g["eos"] is not None else [])
+        return [], []
+
+    def special_tokens_added(self, add_special_tokens: bool | None = None) -> "dict[str, Any]":
+        """What encode(text, add_special_tokens=...) puts around the text's ids: {"before":
+        ids, "after": ids, "by": what says so}."""
+        before, after = self._special_wrap(add_special_tokens)
+        if self._wrap is not None and add_special_tokens is not False:
+            by = "the tokenizer.json post-processor (" + ", ".join(self._post["kinds"]) + ")"  # type: ignore[index]
+        elif before or after:
+            by = "the GGUF's add_bos_token / add_eos_token (llama.cpp's add_special)"
+        else:
+            by = "nothing"
+        return {"before": list(before), "after": list(after), "by": by}
+
     def count(self, text: str, *,
               allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
-              disallowed_special: "Literal['all'] | Collection[str]" = "all") -> int:
+              disallowed_special: "Literal['all'] | Collection[str]" = "all",
+              add_special_tokens: bool | None = None) -> int:
         """len(encode(text, ...)) without building the list of ids."""
         if allowed_special.__class__ not in _SETS and allowed_special != "all":
             _bad_allowed(allowed_special)
-        return self._count(text, allowed_special, disallowed_special, 1)
+        n = self._count(text, allowed_special, disallowed_special, 1)
+        if add_special_tokens is not False and (self._wrap is not None or add_special_tokens):
+            before, after = self._special_wrap(add_special_tokens)
+            n += len(before) + len(after)
+        return n
 
     def _encode(self, text: str, allowed_special: "Literal['all'] | AbstractSet[str]",
                 disallowed_special: "Literal['all'] | Collection[str]", threads: int | None
@@ -386,7 +454,8 @@ class Encoding:
         """[encode(t, ...) for t in text], across threads (see encode_ordinary_batch)."""
         got = self._batch(0, text, num_threads, (allowed_special, disallowed_special))
         if got is not None:
-            return got
+            return got if self._wrap is None else [[*self._wrap[0], *ids, *self._wrap[1]]
+                                                   for ids in got]
         from .parallel import map_batch
 
         fn = functools.partial(self.encode, allowed_special=allowed_special,
@@ -399,7 +468,8 @@ class Encoding:
         """[count(t) for t in text], across threads for large batches."""
         got = self._batch(1, text, num_threads, (allowed_special, disallowed_special))
         if got is not None:
-            return got
+            return got if self._wrap is None else [n + len(self._wrap[0]) + len(self._wrap[1])
+                                                   for n in got]
         from .parallel import map_batch
 
         fn = functools.partial(self.count, allowed_special=allowed_special,
@@ -507,6 +577,76 @@ class Encoding:
             offsets.append(max(0, text_len - (0x80 <= token[0] < 0xC0)))
             text_len += sum(1 for c in token if not 0x80 <= c < 0xC0)
         return b"".join(token_bytes).decode("utf-8", errors="strict"), offsets
+
+    def encode_with_offsets(self, text: str, *,
+                            allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
+                            disallowed_special: "Literal['all'] | Collection[str]" = "all",
+                            add_special_tokens: bool | None = None
+                            ) -> "tuple[list[int], list[tuple[int, int]], list[tuple[int, int]]]":
+        """(ids, offsets, byte_offsets): encode(text, ...)'s ids; offsets[k] = (start, end),
+        the characters of text that token k's bytes come from (Hugging Face's
+        encoding.offsets: a token holding part of a character spans all of it; start is
+        tiktoken's decode_with_offsets offset), trimmed of spaces where a tokenizer.json's
+        post-processor says trim_offsets; byte_offsets[k] the same in text's UTF-8 bytes.
+        Tokens a post-processor or add_special_tokens adds get (0, 0). Byte-level BPE models
+        (tiktoken's, GGUF, tokenizer.json); on a model that normalises to NFC, text must be
+        NFC already."""
+        m = self._model
+        if m.kind != "bpe":
+            raise ValueError(f"{self.name}: offsets are for byte-level BPE models, not "
+                             "SentencePiece ones (their normaliser rewrites the text)")
+        if self._nfc and _nfc(text) != text:
+            raise ValueError(f"{self.name} normalises text to NFC: offsets need NFC text "
+                             "(unicodedata.normalize('NFC', text))")
+        ids = self.encode(text, allowed_special=allowed_special,
+                          disallowed_special=disallowed_special, add_special_tokens=False)
+        data = _utf8(text)
+        drops = m.drops_bytes
+        specials = {i: t for t, i in self._matchable.items()}
+        post = self._post
+        trim, prefix_space = (post["trim"], post["prefix_space"]) if post else (False, False)
+        offsets: list[tuple[int, int]] = []
+        byte_offsets: list[tuple[int, int]] = []
+        pos = chars = 0  # chars: characters that start in data[:pos]
+        for k, t in enumerate(ids):
+            start = pos
+            tb = specials[t].encode("utf-8") if t in specials else self.decode_single_token_bytes(t)
+            if drops:  # bytes without a token were dropped before merging: skip them
+                while pos < len(data) and not data.startswith(tb, pos):
+                    pos += 1
+            if not data.startswith(tb, pos):
+                raise RuntimeError(f"token {t} does not match the text at byte {pos}")
+            end = pos + len(tb)
+            first = chars + _leads(data, start, pos + 1)  # up to the token's first byte
+            cs, ce = first - 1, first + _leads(data, pos + 1, end)
+            chars = ce
+            bs, be = pos, end
+            if trim:
+                # Hugging Face's process_offsets: leading and trailing spaces off (as
+                # characters, with their bytes); one leading space kept on the first token
+                # with add_prefix_space
+                s = specials[t] if t in specials else tb.decode("latin-1")
+                ws = _HF_SPACE if t in specials else " "
+                lead = len(s) - len(s.lstrip(ws))
+                trail = len(s) - len(s.rstrip(ws))
+                if lead and prefix_space and lead == 1 and (k == 0 or cs == 0):
+                    lead = 0
+                if lead:
+                    nb = len(s[:lead].encode("utf-8")) if t in specials else lead
+                    cs, bs = min(cs + lead, ce), min(bs + nb, be)
+                if trail and ce >= trail:
+                    nb = len(s[len(s) - trail:].encode("utf-8")) if t in specials else trail
+                    ce, be = max(ce - trail, cs), max(be - nb, bs)
+            offsets.append((cs, ce))
+            byte_offsets.append((bs, be))
+            pos = end
+        before, after = self._special_wrap(add_special_tokens)
+        if before or after:
+            ids = [*before, *ids, *after]
+            zero = [(0, 0)]
+            offsets = zero * len(before) + offsets + zero * len(after)
+            byte_offsets = zero * len(before) + byte_offsets + zero * len(after)
+        return ids, offsets, byte_offsets
 
     def _encode_single_piece(self, text_or_bytes: str | bytes) -> list[int]:
         """The ids of text_or_bytes as one piece: BPE with no pretokenizer split, no special
@@ -671,7 +811,8 @@ class Encoding:
         numpy uint32 / int64 arrays with numpy=True. No Python object per id or per document."""
         from ._ids import join
 
-        parts = self._batch(2, text, num_threads, (allowed_special, disallowed_special))
+        parts = (self._batch(2, text, num_threads, (allowed_special, disallowed_special))
+                 if self._wrap is None else None)
         if parts is None:  # per document (a normalising model, a regex pretokenizer, specials)
             import itertools
 
@@ -693,7 +834,8 @@ class Encoding:
         """encode(text, ...) as a numpy uint32 array (numpy is imported here, on first use)."""
         import numpy as np
 
-        parts = self._batch(2, [text], 1, (allowed_special, disallowed_special))
+        parts = (self._batch(2, [text], 1, (allowed_special, disallowed_special))
+                 if self._wrap is None else None)
         if parts is None:
             return np.array(self.encode(text, allowed_special=allowed_special,
                                         disallowed_special=disallowed_special), dtype=np.uint32)
@@ -738,10 +880,10 @@ class Encoding:
                 out[i] = self.encode_ordinary(docs[i])
             elif mode == 0:
                 out[i] = self.encode(docs[i], allowed_special=special[0],
-                                     disallowed_special=special[1])
+                                     disallowed_special=special[1], add_special_tokens=False)
             else:
                 out[i] = self.count(docs[i], allowed_special=special[0],
-                                    disallowed_special=special[1])
+                                    disallowed_special=special[1], add_special_tokens=False)
         return out
 
 

@@ -140,3 +140,33 @@ def array(md: dict[str, Any], key: str, elem: type, source: str, n: int | None =
     if n is not None and len(v) != n:
         raise ModelError(f"{source}: GGUF key {key} has {len(v)} elements for {n} tokens")
     return [float(x) for x in v] if elem is float else v
+
+
+# llama.cpp's pre-tokenizers (tokenizer.ggml.pre) of byte-level BPE vocabularies that add a
+# BOS by default (llama-vocab.cpp); the tokenizer.ggml.add_*_token keys override
+_BPE_ADD_BOS = frozenset({"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral",
+                          "midm-2.0", "lfm2", "jina-v5-nano", "tekken", "chameleon"})
+
+
+def special_flags(md: dict[str, Any], source: str) -> dict[str, Any]:
+    """{"bos": id or None, "eos": id or None, "add_bos": bool, "add_eos": bool}: the BOS and
+    EOS the file declares and whether llama.cpp's tokenize with add_special adds them (its
+    defaults by vocabulary type: SentencePiece BPE adds BOS, Unigram EOS, byte-level BPE BOS
+    for the Llama-3 family; then tokenizer.ggml.add_bos_token / add_eos_token)."""
+    kind = md.get("tokenizer.ggml.model", b"")
+    pre = md.get("tokenizer.ggml.pre", b"")
+    n = len(md.get("tokenizer.ggml.tokens") or [])
+    if kind == b"llama":
+        add_bos, add_eos = True, False
+    elif kind == b"t5":
+        add_bos, add_eos = False, True
+    else:
+        add_bos = isinstance(pre, bytes) and pre.decode("utf-8", "replace") in _BPE_ADD_BOS
+        add_eos = False
+    out: dict[str, Any] = {}
+    for what, default in (("bos", add_bos), ("eos", add_eos)):
+        i = integer(md, f"tokenizer.ggml.{what}_token_id", source)
+        out[what] = int(i) if i is not None and 0 <= i < n else None
+        flag = integer(md, f"tokenizer.ggml.add_{what}_token", source)
+        out[f"add_{what}"] = bool(default if flag is None else flag)
+    return out

@@ -220,8 +220,95 @@ def _merge(m: Any, k: int, source: str) -> tuple[str, str]:
     return pair[0], pair[1]
 
 
-def read_tokenizer_json(path: str | Path) -> bytes:
-    """Compile a Hugging Face tokenizer.json holding a byte-level BPE model."""
+MAX_TEMPLATE = 64  # tokens a post-processor may add around a text
+
+
+def _special_ids(sp: Any, name: Any, source: str) -> list[int]:
+    """The ids of TemplateProcessing's special token called name."""
+    entry = _obj(sp.get(_str(name, "a template's special token", source)) if type(sp) is dict
+                 else None, f"the post-processor's special token {name!r}", source)
+    ids = entry.get("ids")
+    if type(ids) is not list or not ids:
+        raise ModelError(f"{source}: the post-processor's special token {name!r} has no ids")
+    return [_id(i, f"the post-processor's {name!r}", source) for i in ids]
+
+
+def _pair_id(x: Any, what: str, source: str) -> int:
+    """The id of BertProcessing's / RobertaProcessing's ["token", id]."""
+    if type(x) is not list or len(x) != 2:
+        raise ModelError(f"{source}: the post-processor's {what} is not a [token, id] pair")
+    return _id(x[1], f"the post-processor's {what}", source)
+
+
+def post_processor(post: Any, source: str, depth: int = 0) -> dict[str, Any] | None:
+    """What a tokenizer.json post_processor does to one text's encoding (Hugging Face's
+    add_special_tokens=True): {"template": ids with None where the text's ids go, "trim":
+    whether offsets lose their leading and trailing spaces (ByteLevel's and RobertaProcessing's
+    trim_offsets), "prefix_space": their add_prefix_space, "kinds": the processors}; None
+    when there is none."""
+    if post is None:
+        return None
+    post = _obj(post, "the post_processor", source)
+    kind = post.get("type")
+    out: dict[str, Any] = {"template": [None], "trim": False, "prefix_space": False,
+                           "kinds": [kind]}
+    if kind == "Sequence":
+        subs = post.get("processors")
+        if type(subs) is not list:
+            raise ModelError(f"{source}: the Sequence post-processor has no list of processors")
+        if depth >= MAX_NESTING:
+            raise ModelError(f"{source}: post-processor Sequences nested too deeply")
+        out["kinds"] = []
+        for sub in subs:  # applied in turn: each wraps what the previous ones made
+            got = post_processor(sub, source, depth + 1)
+            if got is None:
+                continue
+            t = got["template"]
+            out["template"] = [x for item in t for x in (out["template"] if item is None
+                                                          else [item])]
+            out["trim"] |= got["trim"]
+            out["prefix_space"] |= got["prefix_space"]
+            out["kinds"] += got["kinds"]
+    elif kind == "TemplateProcessing":
+        single = post.get("single")
+        if type(single) is not list:
+            raise ModelError(f"{source}: TemplateProcessing has no 'single' template")
+        template: list[int | None] = []
+        for item in single:
+            item = _obj(item, "a template item", source)
+            if "SpecialToken" in item:
+                sp = _obj(item["SpecialToken"], "a template special token", source)
+                template += _special_ids(post.get("special_tokens"), sp.get("id"), source)
+            elif "Sequence" in item:
+                seq = _obj(item["Sequence"], "a template sequence", source)
+                if seq.get("id", "A") != "A":
+                    raise ModelError(f"{source}: the single template uses sequence "
+                                     f"{seq.get('id')!r}, not A")
+                template.append(None)
+            else:
+                raise ModelError(f"{source}: template item {item!r} is neither a special token "
+                                 "nor a sequence")
+        out["template"] = template
+    elif kind in ("BertProcessing", "RobertaProcessing"):
+        out["template"] = [_pair_id(post.get("cls"), "cls", source), None,
+                           _pair_id(post.get("sep"), "sep", source)]
+        if kind == "RobertaProcessing":
+            out["trim"] = bool(post.get("trim_offsets", True))
+            out["prefix_space"] = bool(post.get("add_prefix_space", True))
+    elif kind == "ByteLevel":
+        out["trim"] = bool(post.get("trim_offsets", True))
+        out["prefix_space"] = bool(post.get("add_prefix_space", True))
+    else:
+        raise ModelError(f"{source}: post-processor {kind!r} is not supported")
+    if out["template"].count(None) != 1 or len(out["template"]) > MAX_TEMPLATE:
+        raise ModelError(f"{source}: a post-processor template must hold the text once, with "
+                         f"at most {MAX_TEMPLATE} tokens around it")
+    return out
+
+
+def read_tokenizer_json(path: str | Path, meta: dict[str, Any] | None = None) -> bytes:
+    """Compile a Hugging Face tokenizer.json holding a byte-level BPE model; meta (if given)
+    gets what encoding needs beyond the model: its post-processor ("post")."""
     source = str(path)
     try:
         spec = json.loads(Path(path).read_bytes().decode("utf-8"))
@@ -251,15 +338,21 @@ def read_tokenizer_json(path: str | Path) -> bytes:
              for t, i in _obj(model.get("vocab"), "the vocab", source).items()]
     splits = _splits(spec.get("pre_tokenizer"), source)
     nfc = _nfc(spec.get("normalizer"), source)
+    post = post_processor(spec.get("post_processor"), source)
+    if meta is not None:
+        meta["post"] = post
     return compile_byte_level(vocab, merges, added, splits, nfc, source)
 
 
-def read_gguf(path: str | Path) -> bytes:
+def read_gguf(path: str | Path, meta: dict[str, Any] | None = None) -> bytes:
     """Compile the tokenizer of a GGUF file (llama.cpp): byte-level BPE, or SentencePiece BPE
-    or Unigram."""
-    from .gguf import read_metadata
+    or Unigram; meta (if given) gets its BOS / EOS ids and when llama.cpp adds them ("gguf")."""
+    from .gguf import read_metadata, special_flags
 
-    return _compile_gguf(read_metadata(path), str(path))
+    md = read_metadata(path)
+    if meta is not None:
+        meta["gguf"] = special_flags(md, str(path))
+    return _compile_gguf(md, str(path))
 
 
 def _compile_gguf(md: dict[str, Any], source: str) -> bytes:

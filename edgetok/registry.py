@@ -95,7 +95,12 @@ def _prune(folder: Path) -> None:
 
     entries = sorted(folder.glob("*.etok"), key=mtime, reverse=True)
     stale = time.time() - STALE_TMP
-    for old in entries[CACHE_KEEP:] + [t for t in folder.glob("*.tmp") if mtime(t) < stale]:
+    kept = {e.stem for e in entries[:CACHE_KEEP]}
+    # metadata beside an entry that is gone (an old one's is written before the entry: keep it
+    # while it is young, its entry may be on the way)
+    metas = [m for m in folder.glob("*.json") if m.stem not in kept and mtime(m) < stale]
+    for old in (entries[CACHE_KEEP:] + [e.with_suffix(".json") for e in entries[CACHE_KEEP:]]
+                + metas + [t for t in folder.glob("*.tmp") if mtime(t) < stale]):
         try:
             old.unlink()
         except OSError:
@@ -126,13 +131,21 @@ def load(path: str | os.PathLike[str], *, name: str | None = None,
     """An Encoding for a model file: an .etok model, or a source compiled on first use and
     kept in the cache (~/.cache/edgetok/models; then mmapped like an .etok): a GGUF file or a
     tokenizer.json (byte-level BPE, SentencePiece from GGUF), a SentencePiece .model, or a
-    tiktoken vocabulary (with the cl100k_base pattern, no special tokens).
+    tiktoken vocabulary (with the cl100k_base pattern, no special tokens). A folder holding
+    tokenizer.json (save_pretrained's), or a hub id ("Qwen/Qwen2.5-7B-Instruct") found in the
+    local Hugging Face cache, is that tokenizer.json (edgetok.hub; never a download).
     fairseq_ids=True: a SentencePiece .model with the ids Hugging Face's XLM-RoBERTa gives
     (<s> 0, <pad> 1, </s> 2, <unk> 3, every other piece one up, <mask> last)."""
     from ._ffi import Model
     from .encoding import Encoding
 
     p = Path(path)
+    if not p.is_file():
+        from .hub import resolve
+
+        p, hub_name = resolve(path)
+        name = name or hub_name
+    meta: dict | None = {}  # type: ignore[type-arg]
     with open(p, "rb") as f:
         magic = f.read(8)
     if magic == b"EDGETOK\0":
@@ -144,16 +157,23 @@ def load(path: str | os.PathLike[str], *, name: str | None = None,
         cached = _cached(p, "fairseq" if fairseq_ids else "")
         model = _open_cached(cached) if cached is not None else None
         if model is not None:
+            from .cache import read_meta
+
+            assert cached is not None
             model.source = str(p)
-        else:  # not cached, or a damaged entry: compile (again), replace the entry by rename
+            meta = read_meta(cached)
+        if model is None or meta is None:
+            # not cached, or a damaged entry: compile (again), replace the entry by rename
             from .compiler import compile_source
 
-            image = compile_source(p, fairseq_ids=fairseq_ids)
+            meta = {}
+            image = compile_source(p, fairseq_ids=fairseq_ids, meta=meta)
             model = Model.from_bytes(image, str(p))
             if cached is not None:
                 from .cache import store
 
-                store(cached, image)
+                store(cached, image, meta)
     enc = Encoding(name or p.name.split(".")[0], model)
+    enc._conventions(meta)
     enc._recipe = ("load", str(p.absolute()), name, fairseq_ids, None)
     return enc
