@@ -54,6 +54,7 @@ _DEFAULT_PIECE = 4096
 # scratch memory the C core writes before it reads: not cleared, so pages never used cost nothing
 _scratch_new = ffi.new_allocator(should_clear_after_alloc=False)
 _KEEP_OUT = 1 << 22  # id buffers larger than this are not kept between calls
+_BATCH_OUT = 1 << 18  # ids: a batch chunk's buffer (a chunk's documents go in as they fit)
 
 
 class Model:
@@ -326,7 +327,7 @@ class Model:
     def batch(self, mode: int, docs: list, start: int, end: int, heads: tuple,  # type: ignore[type-arg]
               fallback: object) -> tuple[list, list[int]]:  # type: ignore[type-arg]
         """docs[start:end] (str) through _ids.batch in as few C calls as possible (one, unless
-        a piece needs a larger workspace): mode 0 lists of ids, 1 counts, 2 parts of a flat
+        a piece needs a larger workspace or the ids may not fit the thread's id buffer): mode 0 lists of ids, 1 counts, 2 parts of a flat
         result (a list of (ids, ends) bytes); and the indices of the documents holding one of
         heads, left for the caller (see _ids.batch)."""
         from ._ids import batch
@@ -334,19 +335,27 @@ class Model:
         fn = _ENCODE_ADDR if mode != 1 else _COUNT_ADDR
         out: list = []  # type: ignore[type-arg]
         flagged: list[int] = []
+        s = self._scratch
+        if mode != 1 and s.out_cap < _BATCH_OUT:
+            self._out(_BATCH_OUT)
         while start < end:
             ws = int(ffi.cast("uintptr_t", self._ws()))
-            rc, start, res, fl = batch(mode, fn, ws, docs, start, end, heads, self._bound0,
-                                       self._bound1, fallback, FINAL)
+            rc, start, res, fl, need = batch(mode, fn, ws, s.out_addr, s.out_cap, docs, start,
+                                             end, heads, self._bound0, self._bound1, fallback,
+                                             FINAL)
             if mode == 2:
                 out.append(res)
             else:
                 out += res
             flagged += fl
-            if rc == lib.ET_E_WORKSPACE:
+            if need:
+                self._out(need)  # one document larger than the thread's id buffer
+            elif rc == lib.ET_E_WORKSPACE:
                 self._ws(lib.et_ws_need(self._scratch.ws))
             elif rc != lib.ET_OK:
                 check(rc, "encode")
+        if s.out_cap > _KEEP_OUT:
+            s.out, s.out_cap = None, 0
         return out, flagged
 
     def count(self, data: bytes, final: bool = True) -> tuple[int, int]:

@@ -99,17 +99,21 @@ static PyObject *pieces(PyObject *self, PyObject *args)
 
 /* ---- batches: the whole C call without the GIL ------------------------------------------
  *
- * batch(mode, fn, ws, docs, start, end, heads, b0, b1, fallback, final) encodes (or counts)
- * the str documents docs[start:end] through the C core's et_encode (mode 0: a list of ids per
- * document; mode 2: one flat run of ids, as bytes of uint32, and the documents' end offsets, as
- * bytes of int64) or et_count (mode 1: a count per document), called through the function
- * address fn with workspace ws. Under the GIL: each document to UTF-8 (fallback(doc) for one
+ * batch(mode, fn, ws, out, cap, docs, start, end, heads, b0, b1, fallback, final) encodes
+ * (or counts) the str documents docs[start:end] through the C core's et_encode (mode 0: a
+ * list of ids per document; mode 2: one flat run of ids, as bytes of uint32, and the
+ * documents' end offsets, as bytes of int64) or et_count (mode 1: a count per document),
+ * called through the function address fn with workspace ws and id buffer out of cap ids (the
+ * thread's own, reused: no memory is mapped and unmapped per call, which would stall the
+ * other threads). Documents are taken while their bound on ids fits the buffer. Under the GIL: each document to UTF-8 (fallback(doc) for one
  * holding lone surrogates, as tiktoken replaces them); then the GIL is released for all of the
  * encoding; then it is taken back to make the results. A document holding one of heads (UTF-8
  * bytes: the first characters of special or added tokens) is not encoded: its index goes in
  * `flagged` (mode 0: None in its place, mode 1: -1; mode 2: no ids) for the caller to redo.
- * Returns (status, stop, results, flagged): documents from stop on were not done (status is
- * the C status of document stop, e.g. ET_E_WORKSPACE: grow the workspace, call again). */
+ * Returns (status, stop, results, flagged, need): documents from stop on were not done
+ * (status is the C status of document stop, e.g. ET_E_WORKSPACE: grow the workspace, call
+ * again; or 0 when the buffer was full: call again), need > 0: the first document needs a
+ * buffer of that many ids. */
 typedef int (*encode_fn)(void *ws, const char *text, size_t len, unsigned flags, uint32_t *out,
                          size_t cap, size_t *n_out, size_t *consumed);
 typedef int (*count_fn)(void *ws, const char *text, size_t len, unsigned flags, size_t *count,
@@ -134,24 +138,26 @@ static int holds(const char *p, size_t len, const char *h, size_t hl)
 static PyObject *batch(PyObject *self, PyObject *args)
 {
     int mode;
-    unsigned long long fn_addr, ws_addr;
+    unsigned long long fn_addr, ws_addr, out_addr;
     PyObject *docs, *heads, *fallback;
-    Py_ssize_t start, end, b0, b1;
+    Py_ssize_t start, end, b0, b1, out_cap;
     unsigned final;
     (void)self;
-    if (!PyArg_ParseTuple(args, "iKKOnnOnnOI", &mode, &fn_addr, &ws_addr, &docs, &start, &end,
-                          &heads, &b0, &b1, &fallback, &final))
+    if (!PyArg_ParseTuple(args, "iKKKnOnnOnnOI", &mode, &fn_addr, &ws_addr, &out_addr, &out_cap,
+                          &docs, &start, &end, &heads, &b0, &b1, &fallback, &final))
         return NULL;
     if (!PyList_Check(docs) || !PyTuple_Check(heads) || mode < 0 || mode > 2 || !fn_addr ||
-        !ws_addr || start < 0 || end < start || end > PyList_Size(docs) || b0 < 0 || b1 < 0) {
+        !ws_addr || start < 0 || end < start || end > PyList_Size(docs) || b0 < 0 || b1 < 0 ||
+        out_cap < 0 || (out_cap && !out_addr)) {
         PyErr_SetString(PyExc_ValueError, "batch: bad arguments");
         return NULL;
     }
-    const Py_ssize_t n = end - start, nh = PyTuple_Size(heads);
+    const Py_ssize_t nh = PyTuple_Size(heads);
+    Py_ssize_t n = end - start, need = 0;
     struct doc *d = PyMem_Calloc((size_t)n + 1, sizeof *d);
     uint64_t *counts = PyMem_Calloc((size_t)n + 1, sizeof *counts); /* (int64 ends in mode 2) */
     PyObject *result = NULL, *flagged = PyList_New(0), *res = NULL;
-    uint32_t *out = NULL;
+    uint32_t *out = (uint32_t *)(uintptr_t)out_addr;
     size_t cap = 0;
     Py_ssize_t k = 0, got = 0;
     int rc = 0;
@@ -197,12 +203,13 @@ static PyObject *batch(PyObject *self, PyObject *args)
                 PyErr_NoMemory();
                 goto done;
             }
+            if (cap + bound > (size_t)out_cap) { /* the buffer is full: stop before k */
+                if (k == 0) need = (Py_ssize_t)bound;
+                n = k;
+                break;
+            }
             cap += bound;
         }
-    }
-    if (mode != 1 && !(out = malloc((cap + 1) * sizeof *out))) {
-        PyErr_NoMemory();
-        goto done;
     }
     { /* the C core, without the GIL */
         PyThreadState *ts = PyEval_SaveThread();
@@ -275,13 +282,12 @@ static PyObject *batch(PyObject *self, PyObject *args)
             PyList_SetItem(result, i, o);
         }
     }
-    res = Py_BuildValue("inOO", rc, start + got, result, flagged);
+    res = Py_BuildValue("inOOn", rc, start + got, result, flagged, need);
 done:
     if (d)
-        for (Py_ssize_t i = 0; i < n; i++) Py_XDECREF(d[i].bytes);
+        for (Py_ssize_t i = 0; i <= n && i < end - start; i++) Py_XDECREF(d[i].bytes);
     PyMem_Free(d);
     PyMem_Free(counts);
-    free(out);
     Py_XDECREF(result);
     Py_XDECREF(flagged);
     return res;
@@ -423,7 +429,7 @@ static PyObject *join(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"batch", batch, METH_VARARGS,
-     "batch(mode, fn, ws, docs, start, end, heads, b0, b1, fallback, final): see the source"},
+     "batch(mode, fn, ws, out, cap, docs, start, end, heads, b0, b1, fallback, final): see the source"},
     {"one", one, METH_VARARGS,
      "one(mode, fn, ws, out, cap, text, heads, b0, b1, final): one text's ids or count, or None"},
     {"join", join, METH_VARARGS, "join(parts): batch mode 2's parts as (ids, offsets)"},

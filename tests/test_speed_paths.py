@@ -25,6 +25,7 @@ def documents(corpora: dict[str, str]) -> list[str]:
         docs += [text[i:i + 999] for i in range(0, 60000, 999)]
     docs += ["", "x", " ", "\n\n", "x\ud800y\udfff", "\U0001f600" * 5, "a" * 20000,
              "".join(chr(0x41 + (i * 7919) % 57) for i in range(9000)),  # a long piece
+             "x y " * 80000,  # more ids than a thread's batch buffer holds at first
              "<|endofprompt|>", "a <|endoftext|> b", "<|", "|>"]
     return docs
 
