@@ -413,9 +413,20 @@ def decode(file: str, encoding: str, model: str | None, errors: str) -> None:
 @click.option("--limit", type=click.IntRange(0), metavar="N",
               help="Exit with status 1, saying by how much, if a file has more than N tokens.")
 @add_special_option
+@click.option("--messages", is_flag=True,
+              help="Each FILE is a chat as JSON (a list of {role, content} messages, or an "
+              "object with messages and tools): count it as the model sees it. With "
+              "--chat-model, OpenAI's per-message overheads; else the --model file's chat "
+              "template (jinja2).")
+@click.option("--chat-model", metavar="NAME",
+              help="With --messages: the OpenAI chat model (gpt-4o, gpt-4, gpt-3.5-turbo-0301, "
+              "...); its encoding unless -e or --model is given.")
+@click.option("--generation-prompt", is_flag=True,
+              help="With --messages and a chat template: add the assistant's generation prompt.")
 @jobs_option
 def count(files: tuple[str, ...], encoding: str, model: str | None, allow_special: bool,
           special_as_text: bool, errors: str, limit: int | None, add_special: bool | None,
+          messages: bool, chat_model: str | None, generation_prompt: bool,
           jobs: int | None) -> None:
     """Count the tokens of each FILE (default: stdin), like wc, with a total for several.
 
@@ -425,9 +436,25 @@ def count(files: tuple[str, ...], encoding: str, model: str | None, allow_specia
       edgetok count docs/*.md
       cat book.txt | edgetok count
       edgetok count prompt.txt --limit 8192    exit 1 if over 8192 tokens
+      edgetok count --messages chat.json --chat-model gpt-4o
+      edgetok count --messages chat.json --model Qwen/Qwen2.5-7B-Instruct
     """
     from edgetok.stream import encode_stream
 
+    if chat_model and not messages:
+        raise click.UsageError("--chat-model goes with --messages")
+    if messages:
+        source = click.get_current_context().get_parameter_source("encoding")
+        if chat_model and not model and source == click.core.ParameterSource.DEFAULT:
+            try:
+                enc = edgetok.encoding_for_model(chat_model)
+            except KeyError:
+                raise Failure(f"--chat-model {chat_model!r}: not an OpenAI model tiktoken "
+                              "knows") from None
+        else:
+            enc = load_encoding(encoding, model)
+        count_messages(enc, files or ("-",), chat_model, generation_prompt, limit)
+        return
     enc = load_encoding(encoding, model)
     allowed, disallowed = special_policy(allow_special, special_as_text)
     added = sum(map(len, enc._special_wrap(add_special)))
@@ -473,6 +500,48 @@ def count(files: tuple[str, ...], encoding: str, model: str | None, allow_specia
             failed = True
     if len(paths) > 1:
         out.write(f"{total:>{width}} total\n")
+    out.flush()
+    if failed:
+        sys.exit(1)
+
+
+def count_messages(enc: "edgetok.Encoding", paths: tuple[str, ...], chat_model: str | None,
+                   generation_prompt: bool, limit: int | None) -> None:
+    """count --messages: each file a JSON chat, counted by Encoding.count_messages."""
+    out = Output()
+    total, failed = 0, False
+    for path in paths:
+        name = "<stdin>" if path == "-" else path
+        f = open_input(path)
+        try:
+            chat = json.loads(f.read().decode("utf-8"))
+        except (ValueError, OSError) as e:
+            raise Failure(f"{name}: not a JSON chat ({e})") from None
+        finally:
+            if f is not sys.stdin.buffer:
+                f.close()
+        tools = None
+        if isinstance(chat, dict):
+            tools, chat = chat.get("tools"), chat.get("messages")
+        try:
+            if chat_model:
+                if tools:
+                    raise ValueError("tools: OpenAI publishes no exact count for tool "
+                                     "definitions")
+                n = enc.count_messages(chat, chat_model)
+            else:
+                n = enc.count_messages(chat, tools=tools, add_generation_prompt=generation_prompt)
+        except (ValueError, TypeError, ImportError) as e:
+            raise Failure(f"{name}: {e}") from None
+        except Exception as e:  # a template's own error (jinja2's TemplateError, ...)
+            raise Failure(f"{name}: the chat template failed: {e}") from None
+        total += n
+        out.write(f"{n:>8} {'' if path == '-' else path}".rstrip() + "\n")
+        if limit is not None and n > limit:
+            Failure(f"{name}: {n} tokens, {n - limit} over the limit of {limit}").show()
+            failed = True
+    if len(paths) > 1:
+        out.write(f"{total:>8} total\n")
     out.flush()
     if failed:
         sys.exit(1)

@@ -578,6 +578,33 @@ class Encoding:
             text_len += sum(1 for c in token if not 0x80 <= c < 0xC0)
         return b"".join(token_bytes).decode("utf-8", errors="strict"), offsets
 
+    def count_messages(self, messages: "Sequence[dict[str, Any]]", model: str | None = None, *,
+                       chat_template: str | None = None, template_name: str | None = None,
+                       tools: Any = None, documents: Any = None,
+                       add_generation_prompt: bool = False, **context: Any) -> int:
+        """The exact token count of a list of chat messages ({"role": ..., "content": ...}).
+        model: an OpenAI chat model (gpt-4o, gpt-4, gpt-3.5-turbo-0301, ...): the OpenAI
+        cookbook's num_tokens_from_messages (per-message and per-name overheads, 3 for the
+        reply's priming), contents encoded with this encoding, which must be the model's.
+        Without model: the model file's own chat template (a GGUF's, a Hugging Face folder's,
+        or chat_template=) rendered with jinja2 as transformers' apply_chat_template(
+        tokenize=True) does; special tokens come from the template only, never from message
+        text."""
+        from . import chat
+
+        if model is not None:
+            from .model_names import encoding_name_for_model
+
+            want = encoding_name_for_model(model)
+            if self.name != want and self._recipe != ("get", want):
+                raise ValueError(f"{model} uses {want}, not {self.name}: count with "
+                                 f"edgetok.encoding_for_model({model!r})")
+            return chat.count_openai(self, list(messages), model)
+        return len(chat.template_ids(self, list(messages), chat_template=chat_template,
+                                     template_name=template_name, tools=tools,
+                                     documents=documents,
+                                     add_generation_prompt=add_generation_prompt, **context))
+
     def encode_with_offsets(self, text: str, *,
                             allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
                             disallowed_special: "Literal['all'] | Collection[str]" = "all",

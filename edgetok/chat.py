@@ -1,0 +1,197 @@
+"""Token counts of chat messages: OpenAI's published per-message overheads (the OpenAI
+cookbook's num_tokens_from_messages), or a model's own chat template (a GGUF's
+tokenizer.chat_template, a Hugging Face folder's tokenizer_config.json) rendered with jinja2
+as transformers' apply_chat_template renders it. Special tokens come from the template only:
+their text inside a message is counted as text. jinja2 is imported only here."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .encoding import Encoding
+
+# every reply is primed with <|start|>assistant<|message|> (the cookbook's "+3")
+REPLY_PRIMING = 3
+# plane 15's private use area: stand-ins for special-token text inside messages while the
+# template renders (so that only the template's own special tokens become special ids)
+_PLACEHOLDER = 0xF0000
+
+
+def openai_overheads(model: str) -> tuple[int, int]:
+    """(tokens_per_message, tokens_per_name) for an OpenAI chat model, as the cookbook's
+    num_tokens_from_messages gives them: gpt-3.5-turbo-0301 4 and -1 (a name replaces the
+    role); the other gpt-3.5-turbo and gpt-4 family models (gpt-4o, gpt-4o-mini, gpt-4.1,
+    ...) 3 and 1. ValueError for a model it gives no numbers for."""
+    if model == "gpt-3.5-turbo-0301":
+        return 4, -1
+    if "gpt-3.5-turbo" in model or "gpt-4" in model:
+        return 3, 1
+    raise ValueError(f"no published per-message token overheads for {model!r} (the OpenAI "
+                     "cookbook gives them for the gpt-3.5-turbo and gpt-4 families, gpt-4o "
+                     "included)")
+
+
+def count_openai(enc: "Encoding", messages: list[dict[str, Any]], model: str) -> int:
+    """The cookbook's num_tokens_from_messages: tokens_per_message for each message, each
+    value's tokens (special-token text counted as text), tokens_per_name for a name, and 3 for
+    the reply's priming. Values must be strings: the cookbook publishes no exact rule for
+    tool calls and other structured values, so they are refused rather than estimated."""
+    per_message, per_name = openai_overheads(model)
+    n = 0
+    for k, message in enumerate(_messages(messages)):
+        n += per_message
+        for key, value in message.items():
+            if not isinstance(value, str):
+                raise ValueError(f"message {k}: {key!r} is {type(value).__name__}, not a string "
+                                 "(tool calls and other structured values have no published "
+                                 "exact count)")
+            n += enc.count(value, disallowed_special=())
+            if key == "name":
+                n += per_name
+    return n + REPLY_PRIMING
+
+
+def _messages(messages: Any) -> list[dict[str, Any]]:
+    if not isinstance(messages, (list, tuple)) or not all(isinstance(m, dict) for m in messages):
+        raise TypeError("messages must be a list of dicts ({'role': ..., 'content': ...})")
+    return list(messages)
+
+
+# -- chat templates ---------------------------------------------------------------------------
+def _token_text(x: Any) -> str | None:
+    """tokenizer_config.json's spelling of a special token: a string or {"content": ...}."""
+    if isinstance(x, dict):
+        x = x.get("content")
+    return x if isinstance(x, str) else None
+
+
+def find_template(enc: "Encoding", name: str | None = None) -> tuple[str, dict[str, str]]:
+    """(the chat template, the special tokens it is rendered with: bos_token, eos_token, ...)
+    of the file enc was loaded from: a GGUF's tokenizer.chat_template (or
+    tokenizer.chat_template.NAME); for a tokenizer.json, its folder's chat_template.jinja or
+    tokenizer_config.json's chat_template. ValueError when there is none."""
+    from .compiler import source_kind
+
+    source = enc.model.source
+    if not os.path.isfile(source):
+        raise ValueError(f"{enc.name}: no model file to read a chat template from; pass "
+                         "chat_template=")
+    kind = source_kind(source)
+    tokens: dict[str, str] = {}
+    template: Any = None
+    if kind == "gguf":
+        from .gguf import read_metadata
+
+        md = read_metadata(source, prefix="tokenizer.chat_template")
+        raw = md.get("tokenizer.chat_template" + (f".{name}" if name else ""))
+        template = raw.decode("utf-8") if isinstance(raw, bytes) else None
+        for what in ("bos", "eos"):
+            i = enc._gguf[what] if enc._gguf else None
+            if i is not None:
+                tokens[f"{what}_token"] = enc.decode_single_token_bytes(i).decode("utf-8", "replace")
+    elif kind == "tokenizer.json":
+        folder = Path(source).parent
+        try:
+            config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            config = {}
+        config = config if isinstance(config, dict) else {}
+        jinja_file = folder / "chat_template.jinja"
+        template = config.get("chat_template")
+        if isinstance(template, list):  # [{"name": ..., "template": ...}]
+            named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
+            template = named.get(name or "default")
+        elif name is not None:
+            template = None
+        if template is None and name is None and jinja_file.is_file():
+            template = jinja_file.read_text(encoding="utf-8")
+        for key in ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token",
+                    "mask_token"):
+            t = _token_text(config.get(key))
+            if t is not None:
+                tokens[key] = t
+    if not isinstance(template, str):
+        raise ValueError(f"{source}: no chat template{f' named {name!r}' if name else ''} (pass "
+                         "chat_template=, or an OpenAI model= for OpenAI's overheads)")
+    return template, tokens
+
+
+def render(template: str, messages: list[dict[str, Any]], *, tools: Any = None,
+           documents: Any = None, add_generation_prompt: bool = False, **context: Any) -> str:
+    """The template rendered as transformers' apply_chat_template renders it: a sandboxed
+    jinja2 environment with trim_blocks, lstrip_blocks and loop controls, its tojson,
+    raise_exception and strftime_now."""
+    try:
+        import jinja2
+        import jinja2.ext
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+    except ImportError:
+        raise ImportError("counting with a chat template needs jinja2 (pip install jinja2)") from None
+    from datetime import datetime
+
+    def raise_exception(message: str) -> None:
+        raise jinja2.exceptions.TemplateError(message)
+
+    def tojson(x: Any, ensure_ascii: bool = False, indent: Any = None, separators: Any = None,
+               sort_keys: bool = False) -> str:
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
+                          sort_keys=sort_keys)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=[jinja2.ext.loopcontrols])
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
+    return env.from_string(template).render(messages=messages, tools=tools, documents=documents,
+                                            add_generation_prompt=add_generation_prompt, **context)
+
+
+def template_ids(enc: "Encoding", messages: list[dict[str, Any]], *,
+                 chat_template: str | None = None, template_name: str | None = None,
+                 tools: Any = None, documents: Any = None, add_generation_prompt: bool = False,
+                 **context: Any) -> list[int]:
+    """The ids of the rendered chat (apply_chat_template(tokenize=True)'s): the template's own
+    special-token text becomes their ids; the same text inside a message, a tool or a document
+    stays text (a stand-in replaces it while the template renders)."""
+    if enc.model.kind != "bpe":
+        raise ValueError(f"{enc.name}: chat templates are counted for byte-level BPE models "
+                         "(GGUF, tokenizer.json); SentencePiece ones are not supported yet")
+    tokens: dict[str, str] = {}
+    if chat_template is None:
+        chat_template, tokens = find_template(enc, template_name)
+    specials = sorted(enc._special_tokens)
+    stand_in = {t: chr(_PLACEHOLDER + k) for k, t in enumerate(specials)}
+    back = {v: k for k, v in stand_in.items()}
+    if len(specials) > 0xFFFD:
+        raise ValueError(f"{enc.name}: too many special tokens to keep apart from message text")
+    from .encoding import _special_regex
+
+    found = _special_regex(frozenset(specials)) if specials else None
+
+    def defuse(x: Any) -> Any:
+        if isinstance(x, str):
+            if any(c in back for c in x):
+                raise ValueError("message text holds characters of plane 15's private use area "
+                                 "(U+F0000..), which chat counting reserves")
+            return found.sub(lambda m: stand_in[m.group()], x) if found is not None else x
+        if isinstance(x, dict):
+            return {k: defuse(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [defuse(v) for v in x]
+        return x
+
+    text = render(chat_template, defuse(_messages(messages)), tools=defuse(tools),
+                  documents=defuse(documents), add_generation_prompt=add_generation_prompt,
+                  **{**tokens, **context})
+    ids: list[int] = []
+    for seg in enc._segments(text, "all", ()):
+        if isinstance(seg, int):
+            ids.append(seg)
+        elif seg:
+            if any(c in back for c in seg):
+                seg = "".join(back.get(c, c) for c in seg)
+            ids += enc.encode(seg, disallowed_special=(), add_special_tokens=False)
+    return ids
