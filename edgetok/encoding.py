@@ -482,13 +482,15 @@ class Encoding:
                         ) -> list[int]:
         """encode(text) for one large text, on all cores (or num_threads): the text is cut where
         the pretokenizer provably restarts, so the ids are exactly encode(text)'s."""
-        return self._encode(text, allowed_special, disallowed_special, num_threads)
+        ids = self._encode(text, allowed_special, disallowed_special, num_threads)
+        return ids if self._wrap is None else [*self._wrap[0], *ids, *self._wrap[1]]
 
     def count_parallel(self, text: str, *, num_threads: int | None = None,
                        allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
                        disallowed_special: "Literal['all'] | Collection[str]" = "all") -> int:
         """count(text) for one large text, on all cores (or num_threads)."""
-        return self._count(text, allowed_special, disallowed_special, num_threads)
+        n = self._count(text, allowed_special, disallowed_special, num_threads)
+        return n if self._wrap is None else n + len(self._wrap[0]) + len(self._wrap[1])
 
     def pretokenize(self, text: str) -> list[str]:
         """The pieces the pretokenizer cuts text into (ordinary text)."""

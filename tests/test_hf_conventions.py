@@ -116,6 +116,9 @@ def test_post_processor_real_text(post_pair, corpora):  # type: ignore[no-untype
     for text in [*corpora.values(), "", " ", "  hello  world  ", "a\n\n  b  "]:
         check_ids(enc, ref, text[:30000])
         check_offsets(enc, ref, text[:30000])
+    big = "".join(corpora.values())
+    assert enc.encode_parallel(big, num_threads=2, allowed_special="all") == ref.encode(big).ids
+    assert enc.count_parallel(big, num_threads=2, allowed_special="all") == len(ref.encode(big).ids)
     lines = corpora["english"][:20000].splitlines()
     assert enc.encode_batch(lines, allowed_special="all") == [ref.encode(t).ids for t in lines]
     assert enc.count_batch(lines, allowed_special="all") == [len(ref.encode(t).ids) for t in lines]
