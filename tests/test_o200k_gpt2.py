@@ -244,16 +244,10 @@ def test_compile_with_pattern(tmp_path, corpora, pattern):  # type: ignore[no-un
                                                   "\t!", "' s", "1 2"])), max_size=30).map("".join))
 @settings(max_examples=400, deadline=None)
 def test_gpt2_shard_cuts(gpt2_family, text):  # type: ignore[no-untyped-def]
-    # each shard cut splits the text into two parts whose ids, joined, are the whole text's
+    from test_parallel import check_shard_cuts
+
     enc, ref = gpt2_family
-    text = "".join(c for c in text if ord(c) not in DIFFERS)
-    data = text.encode()
-    want = ref.encode_ordinary(text)
-    c = enc.model.shard_cut(data, 0)
-    while c < len(data):
-        a, b = data[:c].decode(), data[c:].decode()  # cuts are between ASCII characters
-        assert ref.encode_ordinary(a) + ref.encode_ordinary(b) == want, (text, c)
-        c = enc.model.shard_cut(data, c + 1)
+    check_shard_cuts(enc, ref, "".join(c for c in text if ord(c) not in DIFFERS))
 
 
 def test_gpt2_shard_cut_repro(gpt2_family):  # type: ignore[no-untyped-def]

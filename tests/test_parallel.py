@@ -19,6 +19,12 @@ import edgetok.parallel as parallel
                 max_size=30).map("".join))
 @settings(max_examples=1500, deadline=None)
 def test_every_shard_cut_is_exact(enc, ref, text):  # type: ignore[no-untyped-def]
+    check_shard_cuts(enc, ref, text)
+
+
+def check_shard_cuts(enc, ref, text: str) -> None:  # type: ignore[no-untyped-def]
+    """Each shard cut of text splits it into two parts whose reference ids, joined, are the
+    whole text's."""
     data = text.encode()
     want = ref.encode_ordinary(text)
     c = enc.model.shard_cut(data, 0)

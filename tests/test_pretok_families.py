@@ -101,14 +101,19 @@ def encode(text: str) -> bytes:
 def run_many(exe: Path, family: str, texts: list[str]) -> list[list[tuple[int, str]]]:
     """For each text, the (byte end, mark) of each piece pretok_check finds: mark "*" for a
     safe cut, "+" for a streaming-only cut, "" for neither."""
+    return [[(int(x.rstrip("*+")), x[-1] if x[-1] in "*+" else "") for x in line.split()]
+            for line in pretok_lines(exe, "-s", family, texts)]
+
+
+def pretok_lines(exe: Path, flag: str, family: str, texts: list[str]) -> list[str]:
+    """pretok_check -m FLAG FAMILY over texts: its output line for each."""
     data = b"".join(b"%d\n%s" % (len(b), b) for b in map(encode, texts))
-    p = subprocess.run([str(exe), "-m", "-s", family], input=data, capture_output=True, env=ENV,
+    p = subprocess.run([str(exe), "-m", flag, family], input=data, capture_output=True, env=ENV,
                        timeout=600)
     assert p.returncode == 0, p.stderr.decode(errors="replace")[-3000:]
     lines = p.stdout.decode().split("\n")
     assert len(lines) == len(texts) + 1 and lines[-1] == ""
-    return [[(int(x.rstrip("*+")), x[-1] if x[-1] in "*+" else "") for x in line.split()]
-            for line in lines[:-1]]
+    return lines[:-1]
 
 
 def byte_ends(pieces: list[str]) -> list[int]:
@@ -162,13 +167,7 @@ def check(pattern: regex.Pattern, texts: list[str], got: list[list[tuple[int, st
 
 def run_forced(exe: Path, family: str, texts: list[str]) -> list[list[int]]:
     """For each text, the byte offsets of its shard cuts (the family's forced_cut)."""
-    data = b"".join(b"%d\n%s" % (len(b), b) for b in map(encode, texts))
-    p = subprocess.run([str(exe), "-m", "-f", family], input=data, capture_output=True, env=ENV,
-                       timeout=600)
-    assert p.returncode == 0, p.stderr.decode(errors="replace")[-3000:]
-    lines = p.stdout.decode().split("\n")
-    assert len(lines) == len(texts) + 1 and lines[-1] == ""
-    return [[int(x) for x in line.split()] for line in lines[:-1]]
+    return [[int(x) for x in line.split()] for line in pretok_lines(exe, "-f", family, texts)]
 
 
 # What may stand before and after the characters a shard cut looks at (the one before it, the
