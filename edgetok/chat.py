@@ -68,7 +68,29 @@ def _token_text(x: Any) -> str | None:
     return x if isinstance(x, str) else None
 
 
+# templates read this process, by (file, its size and mtime, name)
+_found: dict[tuple[str, int, int, str | None], tuple[str, dict[str, str]]] = {}
+
+
 def find_template(enc: "Encoding", name: str | None = None) -> tuple[str, dict[str, str]]:
+    """_find_template; a GGUF's once per file and name in a process (its header is long)."""
+    source = enc.model.source
+    try:
+        st = os.stat(source)
+        with open(source, "rb") as f:
+            gguf = f.read(4) == b"GGUF"
+    except OSError:
+        return _find_template(enc, name)
+    if not gguf:  # a folder's small JSON files: read each time (they may change)
+        return _find_template(enc, name)
+    key = (source, st.st_size, st.st_mtime_ns, name)
+    if key not in _found:
+        _found[key] = _find_template(enc, name)
+    template, tokens = _found[key]
+    return template, dict(tokens)
+
+
+def _find_template(enc: "Encoding", name: str | None = None) -> tuple[str, dict[str, str]]:
     """(the chat template, the special tokens it is rendered with: bos_token, eos_token, ...)
     of the file enc was loaded from: a GGUF's tokenizer.chat_template (or
     tokenizer.chat_template.NAME); for a tokenizer.json, its folder's chat_template.jinja or
