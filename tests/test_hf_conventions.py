@@ -104,9 +104,8 @@ def check_offsets(enc, ref, text: str) -> None:  # type: ignore[no-untyped-def]
     assert offsets == got.offsets
     data = text.encode()
     for (cs, ce), (bs, be) in zip(offsets, byte_offsets):  # the same spans, in bytes
-        if (bs, be) != (0, 0) or (cs, ce) != (0, 0):
-            assert len(data[:bs].decode("utf-8", "ignore")) <= cs
-            assert len(data[:be].decode("utf-8", "replace")) >= ce
+        if (bs, be) != (0, 0):
+            assert data[bs:be] in text[cs:ce].encode()
 
 
 def test_post_processor_real_text(post_pair, corpora):  # type: ignore[no-untyped-def]
@@ -114,9 +113,9 @@ def test_post_processor_real_text(post_pair, corpora):  # type: ignore[no-untype
     wrapped = ref.encode("x").ids != ref.encode("x", add_special_tokens=False).ids
     assert wrapped == (not kind.startswith("byte-level"))  # the test covers what it says
     for text in [*corpora.values(), "", " ", "  hello  world  ", "a\n\n  b  "]:
-        check_ids(enc, ref, text[:30000])
-        check_offsets(enc, ref, text[:30000])
-    big = "".join(corpora.values())
+        check_ids(enc, ref, text[:10000])
+        check_offsets(enc, ref, text[:10000])
+    big = "".join(corpora.values())[:150000]
     assert enc.encode_parallel(big, num_threads=2, allowed_special="all") == ref.encode(big).ids
     assert enc.count_parallel(big, num_threads=2, allowed_special="all") == len(ref.encode(big).ids)
     lines = corpora["english"][:20000].splitlines()
@@ -127,8 +126,16 @@ def test_post_processor_real_text(post_pair, corpora):  # type: ignore[no-untype
                                                     for t in lines]
 
 
+@pytest.mark.slow
+def test_post_processor_whole_corpora(post_pair, corpora):  # type: ignore[no-untyped-def]
+    enc, ref, _ = post_pair
+    for text in corpora.values():
+        check_ids(enc, ref, text)
+        check_offsets(enc, ref, text)
+
+
 @given(texts)
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 def test_post_processor_generated(post_pair, text):  # type: ignore[no-untyped-def]
     enc, ref, _ = post_pair
     check_ids(enc, ref, text)
@@ -179,7 +186,7 @@ def fake_hub(root: Path, repo: str, spec: str, commit: str = "0123abcd" * 5) -> 
 def test_hub_id_from_local_cache(vocab, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
     from tokenizers import Tokenizer
 
-    name, post = POSTS["llama3-sequence"]
+    name, post = POSTS["template-both"]
     spec = spec_with(vocab[name], post)
     ref = Tokenizer.from_str(spec)
     text = "Hub ids resolve offline. 12345 \u00e9t\u00e9"
@@ -225,9 +232,9 @@ def test_pickle_keeps_post_processor(vocab, tmp_path):  # type: ignore[no-untype
     import pickle
 
     f = tmp_path / "tokenizer.json"
-    f.write_text(spec_with(vocab["llama-bpe"], POSTS["template-bos"][1]))
+    f.write_text(spec_with(vocab["gpt-2"], POSTS["template-both"][1]))
     enc = pickle.loads(pickle.dumps(edgetok.load(f)))
-    assert enc.encode("hi")[0] == BOT
+    assert enc.encode("hi")[0] == enc.encode("hi")[-1] == EOT
 
 
 def test_cache_keeps_post_processor(vocab, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
