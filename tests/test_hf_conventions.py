@@ -121,6 +121,9 @@ def test_post_processor_real_text(post_pair, corpora):  # type: ignore[no-untype
     lines = corpora["english"][:20000].splitlines()
     assert enc.encode_batch(lines, allowed_special="all") == [ref.encode(t).ids for t in lines]
     assert enc.count_batch(lines, allowed_special="all") == [len(ref.encode(t).ids) for t in lines]
+    flat, offs = enc.encode_batch_flat(lines, allowed_special="all")
+    assert [list(flat[offs[i]:offs[i + 1]]) for i in range(len(lines))] == \
+        [ref.encode(t).ids for t in lines]
     if not enc._matchable.keys() & {"   ", "  "}:  # (MPT's runs of spaces are special here)
         assert enc.encode_ordinary_batch(lines) == [ref.encode(t, add_special_tokens=False).ids
                                                     for t in lines]
