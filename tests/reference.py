@@ -100,3 +100,15 @@ def sentencepiece_proto_from_gguf(path: str, fairseq_order: bool = False) -> byt
             + _field(4, int(md.get("tokenizer.ggml.remove_extra_whitespaces", False)))
             + _field(5, 1))
     return pieces + _field(2, trainer) + _field(3, norm)
+
+
+def check_shard_cuts(enc, ref, text: str) -> None:  # type: ignore[no-untyped-def]
+    """Each of enc's shard cuts of text splits it into two parts whose reference ids, joined,
+    are the whole text's."""
+    data = text.encode()
+    want = ref.encode_ordinary(text)
+    c = enc.model.shard_cut(data, 0)
+    while c < len(data):
+        a, b = data[:c].decode(), data[c:].decode()  # cuts are between ASCII characters
+        assert ref.encode_ordinary(a) + ref.encode_ordinary(b) == want, (text, c)
+        c = enc.model.shard_cut(data, c + 1)

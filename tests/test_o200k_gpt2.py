@@ -244,10 +244,8 @@ def test_compile_with_pattern(tmp_path, corpora, pattern):  # type: ignore[no-un
                                                   "\t!", "' s", "1 2"])), max_size=30).map("".join))
 @settings(max_examples=400, deadline=None)
 def test_gpt2_shard_cuts(gpt2_family, text):  # type: ignore[no-untyped-def]
-    from test_parallel import check_shard_cuts
-
     enc, ref = gpt2_family
-    check_shard_cuts(enc, ref, "".join(c for c in text if ord(c) not in DIFFERS))
+    reference.check_shard_cuts(enc, ref, "".join(c for c in text if ord(c) not in DIFFERS))
 
 
 def test_gpt2_shard_cut_repro(gpt2_family):  # type: ignore[no-untyped-def]

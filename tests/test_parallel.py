@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import reference
 from strategies import texts
 
 import edgetok.parallel as parallel
@@ -19,19 +20,7 @@ import edgetok.parallel as parallel
                 max_size=30).map("".join))
 @settings(max_examples=1500, deadline=None)
 def test_every_shard_cut_is_exact(enc, ref, text):  # type: ignore[no-untyped-def]
-    check_shard_cuts(enc, ref, text)
-
-
-def check_shard_cuts(enc, ref, text: str) -> None:  # type: ignore[no-untyped-def]
-    """Each shard cut of text splits it into two parts whose reference ids, joined, are the
-    whole text's."""
-    data = text.encode()
-    want = ref.encode_ordinary(text)
-    c = enc.model.shard_cut(data, 0)
-    while c < len(data):
-        a, b = data[:c].decode(), data[c:].decode()  # cuts are between ASCII characters
-        assert ref.encode_ordinary(a) + ref.encode_ordinary(b) == want, (text, c)
-        c = enc.model.shard_cut(data, c + 1)
+    reference.check_shard_cuts(enc, ref, text)
 
 
 @pytest.fixture
