@@ -178,6 +178,10 @@ class Encoding:
                 self._extra[i] = t.encode("utf-8")
         self.max_token_value = max([model.n_vocab - 1, *self._extra])
         self._nfc = model.nfc  # the model's normaliser: NFC (Qwen2's tokenizer.json) or none
+        # the heads as UTF-8 for the one-call paths (Model.encode_text / count_text: the text
+        # to UTF-8, the heads looked for, encoded, in one C call); None: not for this model
+        self._heads_b = (None if self._nfc or self._heads is None else
+                         tuple(h.encode("utf-8", "surrogatepass") for h in self._heads))
 
     def _bytes(self, text: str) -> bytes:
         """text as the model encodes it: normalised if the model says so, in UTF-8."""
@@ -212,6 +216,10 @@ class Encoding:
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of text, with special tokens treated as ordinary text (added tokens that are
         not special, which Hugging Face matches in any text, are still matched)."""
+        if self._heads_b is not None:
+            ids = self._model.encode_text(text, self._heads_b if self._added else ())
+            if ids is not None:
+                return ids
         if self._added and self._may_hold_special(text):
             return self._encode(text, set(), (), 1)
         return self._model.encode(self._bytes(text))[0]
@@ -284,6 +292,11 @@ class Encoding:
         llama.cpp's add_special does; nothing on other models."""
         if allowed_special.__class__ not in _SETS and allowed_special != "all":
             _bad_allowed(allowed_special)
+        if (not allowed_special and disallowed_special == "all" and not add_bos and not add_eos
+                and not add_special_tokens and self._wrap is None and self._heads_b is not None):
+            ids = self._model.encode_text(text, self._heads_b)
+            if ids is not None:
+                return ids
         if (not allowed_special and disallowed_special == "all"
                 and not self._may_hold_special(text)):
             ids = self._model.encode(self._bytes(text))[0]
@@ -350,6 +363,11 @@ class Encoding:
         """len(encode(text, ...)) without building the list of ids."""
         if allowed_special.__class__ not in _SETS and allowed_special != "all":
             _bad_allowed(allowed_special)
+        if (not allowed_special and disallowed_special == "all" and not add_special_tokens
+                and self._wrap is None and self._heads_b is not None):
+            n = self._model.count_text(text, self._heads_b)
+            if n is not None:
+                return n
         n = self._count(text, allowed_special, disallowed_special, 1)
         if add_special_tokens is not False and (self._wrap is not None or add_special_tokens):
             before, after = self._special_wrap(add_special_tokens)
