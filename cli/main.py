@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import IO, BinaryIO, Iterator
+from typing import IO, BinaryIO, Iterable, Iterator
 
 import click
 
@@ -483,9 +483,14 @@ def count(files: tuple[str, ...], encoding: str, model: str | None, allow_specia
         results = pool().map(count_one, paths)  # in order, as they finish
     else:
         results = map(count_one, paths)
-    total = 0
-    width = 8
-    failed = False
+    report_counts(paths, results, limit)
+
+
+def report_counts(paths: tuple[str, ...], results: Iterable[int | Failure],
+                  limit: int | None) -> None:
+    """count's output, like wc: a line a file as its count comes (a Failure is shown), a total
+    for more than one file; exit 1 when one failed or is over the limit."""
+    total, failed = 0, False
     out = Output()
     for path, n in zip(paths, results):
         if isinstance(n, Failure):
@@ -493,13 +498,13 @@ def count(files: tuple[str, ...], encoding: str, model: str | None, allow_specia
             failed = True
             continue
         total += n
-        out.write(f"{n:>{width}} {'' if path == '-' else path}".rstrip() + "\n")
+        out.write(f"{n:>8} {'' if path == '-' else path}".rstrip() + "\n")
         if limit is not None and n > limit:
             name = "<stdin>" if path == "-" else path
             Failure(f"{name}: {n} tokens, {n - limit} over the limit of {limit}").show()
             failed = True
     if len(paths) > 1:
-        out.write(f"{total:>{width}} total\n")
+        out.write(f"{total:>8} total\n")
     out.flush()
     if failed:
         sys.exit(1)
@@ -508,43 +513,34 @@ def count(files: tuple[str, ...], encoding: str, model: str | None, allow_specia
 def count_messages(enc: "edgetok.Encoding", paths: tuple[str, ...], chat_model: str | None,
                    generation_prompt: bool, limit: int | None) -> None:
     """count --messages: each file a JSON chat, counted by Encoding.count_messages."""
-    out = Output()
-    total, failed = 0, False
-    for path in paths:
-        name = "<stdin>" if path == "-" else path
-        f = open_input(path)
-        try:
-            chat = json.loads(f.read().decode("utf-8"))
-        except (ValueError, OSError) as e:
-            raise Failure(f"{name}: not a JSON chat ({e})") from None
-        finally:
-            if f is not sys.stdin.buffer:
-                f.close()
-        tools = None
-        if isinstance(chat, dict):
-            tools, chat = chat.get("tools"), chat.get("messages")
-        try:
-            if chat_model:
-                if tools:
-                    raise ValueError("tools: OpenAI publishes no exact count for tool "
-                                     "definitions")
-                n = enc.count_messages(chat, chat_model)
-            else:
-                n = enc.count_messages(chat, tools=tools, add_generation_prompt=generation_prompt)
-        except (ValueError, TypeError, ImportError) as e:
-            raise Failure(f"{name}: {e}") from None
-        except Exception as e:  # a template's own error (jinja2's TemplateError, ...)
-            raise Failure(f"{name}: the chat template failed: {e}") from None
-        total += n
-        out.write(f"{n:>8} {'' if path == '-' else path}".rstrip() + "\n")
-        if limit is not None and n > limit:
-            Failure(f"{name}: {n} tokens, {n - limit} over the limit of {limit}").show()
-            failed = True
-    if len(paths) > 1:
-        out.write(f"{total:>8} total\n")
-    out.flush()
-    if failed:
-        sys.exit(1)
+    report_counts(paths, (count_chat(enc, p, chat_model, generation_prompt) for p in paths), limit)
+
+
+def count_chat(enc: "edgetok.Encoding", path: str, chat_model: str | None,
+               generation_prompt: bool) -> int:
+    """The token count of one JSON chat file."""
+    name = "<stdin>" if path == "-" else path
+    f = open_input(path)
+    try:
+        chat = json.loads(f.read().decode("utf-8"))
+    except (ValueError, OSError) as e:
+        raise Failure(f"{name}: not a JSON chat ({e})") from None
+    finally:
+        if f is not sys.stdin.buffer:
+            f.close()
+    tools = None
+    if isinstance(chat, dict):
+        tools, chat = chat.get("tools"), chat.get("messages")
+    try:
+        if chat_model:
+            if tools:
+                raise ValueError("tools: OpenAI publishes no exact count for tool definitions")
+            return enc.count_messages(chat, chat_model)
+        return enc.count_messages(chat, tools=tools, add_generation_prompt=generation_prompt)
+    except (ValueError, TypeError, ImportError) as e:
+        raise Failure(f"{name}: {e}") from None
+    except Exception as e:  # a template's own error (jinja2's TemplateError, ...)
+        raise Failure(f"{name}: the chat template failed: {e}") from None
 
 
 @cli.command(context_settings=CONTEXT)

@@ -11,7 +11,7 @@ import threading
 from array import array
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings
-    from typing import Iterable
+    from typing import Any, Iterable, Sequence
 
 from ._ids import one as _one
 from ._ids import to_list
@@ -570,6 +570,18 @@ class GrowingPiece:
 MAX_ID = 0x7FFFFFFE  # ids are < 2^31 - 1 (edgetok.h; ET_NONE and flag bits stay free)
 
 
+def _twice(pairs: Sequence[tuple[Any, Any]]) -> tuple[Any, Any, Any] | None:
+    """(key, first value, second value) for the first key that pairs give twice, or None."""
+    if len({k for k, _ in pairs}) == len(pairs):
+        return None
+    seen: dict[Any, Any] = {}
+    for k, v in pairs:
+        if k in seen:
+            return k, seen[k], v
+        seen[k] = v
+    return None
+
+
 def _is_id(i: object) -> bool:
     return type(i) is int and 0 <= i <= MAX_ID  # type: ignore[operator]
 
@@ -598,19 +610,13 @@ def _check_bpe_vocab(tokens: list[tuple[bytes, int]], specials: list[tuple[bytes
         if not _is_id(i):
             raise ModelError(f"{source}: token {t!r} has id {i!r}; ids must be integers in "
                              f"0 .. 2^31 - 2")
-    if len({t for t, _ in tokens}) != len(tokens):
-        seen: dict[bytes, int] = {}
-        for t, i in tokens:
-            if t in seen:
-                raise ModelError(f"{source}: token {t!r} appears twice (ids {seen[t]} and {i})")
-            seen[t] = i
+    if (twice := _twice(tokens)) is not None:
+        t, i, j = twice
+        raise ModelError(f"{source}: token {t!r} appears twice (ids {i} and {j})")
     ids = [i for _, i in tokens] + [i for _, i in specials]
-    if len(set(ids)) != len(ids):
-        owner: dict[int, bytes] = {}
-        for t, i in (*tokens, *specials):
-            if i in owner:
-                raise ModelError(f"{source}: id {i} is given to two tokens ({owner[i]!r} and {t!r})")
-            owner[i] = t
+    if (twice := _twice([(i, t) for t, i in (*tokens, *specials)])) is not None:
+        i, t, u = twice
+        raise ModelError(f"{source}: id {i} is given to two tokens ({t!r} and {u!r})")
     n_vocab = max(ids) + 1
     if n_vocab < 256:
         missing = set(range(256)) - {t[0] for t, _ in tokens if len(t) == 1}
@@ -676,12 +682,9 @@ def _check_unigram(pieces: list[bytes], scores: list[float], types: bytes, unk_i
     if not trie:
         raise ModelError(f"{source}: the vocabulary has no ordinary token (no piece of type "
                          "normal, user-defined or unused)")
-    if len({p for p, _ in trie}) != len(trie):
-        seen: dict[bytes, int] = {}
-        for p, i in trie:
-            if p in seen:
-                raise ModelError(f"{source}: piece {p!r} appears twice (ids {seen[p]} and {i})")
-            seen[p] = i
+    if (twice := _twice(trie)) is not None:
+        p, i, j = twice
+        raise ModelError(f"{source}: piece {p!r} appears twice (ids {i} and {j})")
     for what, i in (("unknown", unk_id), ("BOS", bos_id), ("EOS", eos_id)):
         if (i is not None or what == "unknown") and not (type(i) is int and 0 <= i < n):
             raise ModelError(f"{source}: the {what} piece's id {i!r} is not one of the "
