@@ -70,7 +70,11 @@ def _index_at(text: str, data: bytes, cut: int) -> int:
     """The index into text of byte offset cut (a character boundary) of data = its UTF-8."""
     if len(data) == len(text):  # ASCII
         return cut
-    if not any(_high(c) or _low(c) for c in text if c >= "\ud800"):
+    try:
+        text.encode("utf-8")  # no surrogate: data is text's own UTF-8
+    except UnicodeEncodeError:
+        pass
+    else:
         return len(data[:cut].decode("utf-8"))
     i = at = 0
     while i < len(text) and at + (step := _nbytes(text, i, i + 64)) <= cut:
