@@ -93,6 +93,8 @@ int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, 
                    uint32_t flags, const char *pattern,
                    uint8_t **out, size_t *out_len);    /* vocabulary -> .etok image */
 void et_free(void *p);
+int et_is_canonical(et_ws *ws, const uint32_t *ids, size_t n, char *buf, size_t cap,
+                    int *verdict);            /* encode(decode(ids)) == ids, no encoding */
 """
 
 ffibuilder = FFI()

@@ -504,6 +504,22 @@ class Model:
         check(lib.et_decode(self._h, arr, n, buf, size[0], size), "decode")
         return ffi.buffer(buf, size[0])[:]
 
+    def is_canonical(self, ids: list[int]) -> bool | None:
+        """Whether ids are the encoding of their own bytes, told in C in one linear pass (see
+        et_is_canonical); None when C cannot tell (this model, or bytes that are not UTF-8):
+        the caller re-encodes. KeyError for an id the model does not have."""
+        arr = ffi.new("uint32_t[]", ids)
+        size = ffi.new("size_t *")
+        if lib.et_decode_len(self._h, arr, len(arr), size) != lib.ET_OK:
+            raise KeyError(f"Invalid token for decoding: {arr[size[0]]}")
+        buf = _scratch_new("char[]", max(size[0], 1))
+        verdict = ffi.new("int *")
+        rc = lib.et_is_canonical(self._ws(), arr, len(arr), buf, size[0], verdict)
+        if rc == lib.ET_E_ARG:
+            return None
+        check(rc, "is_canonical")
+        return None if verdict[0] < 0 else bool(verdict[0])
+
     def decode_part(self, ids: Iterable[int], state: list[int], final: bool) -> bytes:
         """The bytes of ids as one part of a longer sequence, the same as decoding the whole
         at once (et_decode_part): state, [0] at first, is carried from part to part; final

@@ -533,6 +533,34 @@ class Encoding:
             return b"".join(out) + (self._model.decode(run) if run else b"")
         return self._model.decode(tokens)
 
+    def is_canonical(self, tokens: Sequence[int]) -> bool:
+        """True iff encode_ordinary(decode_bytes(tokens)) == tokens (bytes that are not UTF-8
+        re-encoded as _encode_bytes does). For BPE models with backtracking tables and a C
+        pretokenizer (the built-ins, most GGUF / tokenizer.json byte-level BPE models) this is
+        one linear pass in C with no encoding: every piece boundary of the decoded text must be
+        a token boundary, and inside each piece every adjacent pair of tokens a valid pair.
+        Other models (regex pretokenizers, NFC, dropped bytes, added tokens, SentencePiece),
+        and bytes that are not UTF-8, are decided by re-encoding. KeyError for unknown ids."""
+        ids = list(tokens)
+        if not self._extra.keys().isdisjoint(ids):
+            self.decode_bytes(ids)  # (KeyError as decoding would)
+            return False  # a special token: encode_ordinary never gives one
+        if self._model.kind == "bpe":
+            verdict = self._model.is_canonical(ids)
+            if verdict is not None:
+                return verdict
+        return self.canonicalize(ids) == ids
+
+    def canonicalize(self, tokens: Sequence[int]) -> list[int]:
+        """The canonical tokens of the same bytes: encode_ordinary(decode_bytes(tokens)), or
+        _encode_bytes for bytes that are not UTF-8."""
+        data = self.decode_bytes(tokens)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return self._encode_bytes(data)
+        return self.encode_ordinary(text)
+
     def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
         return self.decode_bytes(tokens).decode("utf-8", errors=errors)
 

@@ -1057,3 +1057,48 @@ int et_encode_batch(et_ws *ws, const char *const *texts, const size_t *lens, siz
     }
     return ET_OK;
 }
+
+/* ---- canonical token sequences (issue 19) ------------------------------------------------ */
+
+/* Whether ids[0..n) are the encoding of their own bytes, without encoding them: every piece
+ * boundary of the decoded text (the pretokenizer's cuts) must be a token boundary, and inside
+ * each piece every adjacent pair must be a valid pair (the backtracking encoder's test: for
+ * models whose tables are consistent, a piece's token sequence is its BPE iff all its pairs
+ * are). buf[0..cap) receives the bytes (cap from et_decode_len). */
+int et_is_canonical(et_ws *ws, const uint32_t *ids, size_t n, char *buf, size_t cap,
+                    int *verdict)
+{
+    if (!ws || (!ids && n) || !verdict) return ET_E_ARG;
+    const et_model *m = ws->m;
+    *verdict = 0;
+    if (m->kind != ET_KIND_BPE || !(m->flags & ET_FLAG_BACKTRACK) ||
+        (m->flags & (ET_FLAG_GAPS | ET_FLAG_NFC)) || m->pretok == ET_PRETOK_REGEX)
+        return ET_E_ARG;
+    for (uint32_t i = 0; i < m->n_specials; i++)
+        if (m->specials[i] & ET_SPECIAL_ADDED) return ET_E_ARG; /* matched in ordinary text */
+    size_t len = 0;
+    int rc = et_decode(m, ids, n, buf, cap, &len);
+    if (rc) return rc;
+    const uint8_t *t = (const uint8_t *)buf;
+    for (size_t i = 0, c; i < len; i += c) /* the re-encoding definition of other bytes differs */
+        if (et_utf8_decode(t, len, i, &c) == 0xFFFFFFFFu) {
+            *verdict = -1;
+            return ET_OK;
+        }
+    size_t pos = 0, k = 0;
+    while (pos < len) {
+        const size_t e = next_piece(m, t, len, pos);
+        uint32_t prev = ET_NONE;
+        while (pos < e && k < n) { /* (k < n: a damaged model's empty token) */
+            const uint32_t tok = ids[k++];
+            const uint8_t *q;
+            if (tok >= m->n_vocab || m->tnode[tok] == ET_NONE) return ET_OK; /* special */
+            if (prev != ET_NONE && !valid_pair_cached(ws, prev, tok)) return ET_OK;
+            pos += et_tok(m, tok, &q);
+            prev = tok;
+        }
+        if (pos != e) return ET_OK; /* a token crosses a piece boundary */
+    }
+    *verdict = 1;
+    return ET_OK;
+}

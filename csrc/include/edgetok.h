@@ -249,6 +249,16 @@ int et_decode(const et_model *m, const uint32_t *ids, size_t n,
 int et_decode_part(const et_model *m, const uint32_t *ids, size_t n, unsigned flags,
                    uint64_t *state, char *out, size_t cap, size_t *n_out);
 
+/* ---- canonical token sequences ---------------------------------------------------------- */
+
+/* *verdict = 1 if ids[0..n) are exactly et_encode of their own bytes (written to buf[0..cap),
+ * cap from et_decode_len), 0 if not, -1 if the bytes are not UTF-8 (not decided here), in one
+ * linear pass with no encoding: piece boundaries against the pretokenizer, pairs inside pieces
+ * with the backtracking encoder's pair test. ET_E_ARG for models without backtracking tables,
+ * with a regex pretokenizer, NFC, dropped bytes or added tokens (re-encode to decide). */
+int et_is_canonical(et_ws *ws, const uint32_t *ids, size_t n, char *buf, size_t cap,
+                    int *verdict);
+
 /* ---- compiling ----------------------------------------------------------------------- */
 
 /* Builds an .etok BPE model where rank == id (tiktoken files; imported merges are checked to

@@ -1,0 +1,161 @@
+"""Encoding.is_canonical / canonicalize against the definition, with tiktoken (built-ins) and
+the GGUF model's own re-encoding (its ids are checked against Hugging Face in test_hf) as the
+oracle: canonical encodings of real and generated text are canonical; perturbed ones (a token
+split in two, two tokens merged, a random segmentation, random ids) answer what re-encoding
+answers."""
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import edgetok
+import reference
+from strategies import any_text, texts
+
+BUILTINS = ["cl100k_base", "o200k_base", "r50k_base", "p50k_base"]
+LLAMA_CPP = ("llama-cpp-python", "0.3.36")
+
+
+@pytest.fixture(scope="module")
+def gguf():  # type: ignore[no-untyped-def]
+    """Llama-3's byte-level BPE (GGUF; the Llama-3 pretokenizer in C) and GPT-2's."""
+    from edgetok.fetch import sdist_members
+
+    try:
+        got = sdist_members(*LLAMA_CPP, ["models/ggml-vocab-llama-bpe.gguf",
+                                         "models/ggml-vocab-gpt-2.gguf"])
+    except RuntimeError as e:
+        pytest.fail(f"the reference vocabularies are not available: {e}")
+    return {name: edgetok.load(str(p)) for name, p in
+            zip(("llama-bpe", "gpt-2"), got.values())}
+
+
+def oracle(name: str):  # type: ignore[no-untyped-def]
+    """What re-encoding gives for bytes: tiktoken's, or for GGUF models edgetok's own."""
+    return reference.tiktoken_encoding(name)
+
+
+def truth(enc, ref, ids: list[int]) -> bool:  # type: ignore[no-untyped-def]
+    data = enc.decode_bytes(ids)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return bool(ref._encode_bytes(data) == ids) if ref is not None else enc._encode_bytes(data) == ids
+    return bool((ref.encode_ordinary(text) if ref is not None else enc.encode_ordinary(text)) == ids)
+
+
+def perturbations(enc, ids: list[int], rnd: random.Random) -> list[list[int]]:  # type: ignore[no-untyped-def]
+    """A token split into two tokens, two adjacent tokens merged into one, a stretch of the
+    bytes cut into random tokens (longest-first or shortest-first)."""
+    out = []
+    model = enc.model
+    for _ in range(4):
+        if not ids:
+            break
+        k = rnd.randrange(len(ids))
+        b = enc.decode_single_token_bytes(ids[k])
+        cuts = [c for c in range(1, len(b)) if model.lookup(b[:c]) is not None
+                and model.lookup(b[c:]) is not None]
+        if cuts:
+            c = rnd.choice(cuts)
+            out.append(ids[:k] + [model.lookup(b[:c]), model.lookup(b[c:])] + ids[k + 1:])
+        if k + 1 < len(ids):
+            m = model.lookup(enc.decode_single_token_bytes(ids[k]) + enc.decode_single_token_bytes(ids[k + 1]))
+            if m is not None:
+                out.append(ids[:k] + [m] + ids[k + 2:])
+    if ids:
+        i = rnd.randrange(len(ids))
+        j = min(len(ids), i + rnd.randint(1, 6))
+        data = enc.decode_bytes(ids[i:j])
+        seg: list[int] = []
+        p = 0
+        while p < len(data):
+            lens = [n for n in range(1, min(len(data) - p, model.max_token_len) + 1)
+                    if model.lookup(data[p:p + n]) is not None]
+            n = rnd.choice(lens) if rnd.random() < 0.5 else max(lens)
+            seg.append(model.lookup(data[p:p + n]))
+            p += n
+        out.append(ids[:i] + seg + ids[j:])
+    return out
+
+
+@pytest.mark.parametrize("name", BUILTINS)
+def test_real_text_is_canonical(corpora, name):  # type: ignore[no-untyped-def]
+    enc, ref = edgetok.get_encoding(name), oracle(name)
+    rnd = random.Random(19)
+    for kind, text in corpora.items():
+        lines = [ln for ln in text[:60_000].split("\n\n") if ln]
+        whole = ref.encode_ordinary(text[:200_000])
+        assert enc.is_canonical(whole), kind
+        for line in rnd.sample(lines, min(40, len(lines))):
+            ids = ref.encode_ordinary(line)
+            assert enc.is_canonical(ids), line
+            for p in perturbations(enc, ids, rnd):
+                assert enc.is_canonical(p) == truth(enc, ref, p), (line, p)
+                assert enc.canonicalize(p) == ids
+
+
+@pytest.mark.parametrize("name", BUILTINS)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.one_of(texts, any_text), seed=st.integers(0, 1 << 30))
+def test_generated_text(name, text, seed):  # type: ignore[no-untyped-def]
+    enc, ref = edgetok.get_encoding(name), oracle(name)
+    ids = ref.encode_ordinary(text)
+    assert enc.is_canonical(ids)
+    for p in perturbations(enc, ids, random.Random(seed)):
+        assert enc.is_canonical(p) == truth(enc, ref, p), (text, p)
+
+
+@pytest.mark.parametrize("name", BUILTINS)
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_random_ids(name, data):  # type: ignore[no-untyped-def]
+    """Random ordinary ids: mostly not canonical, often not UTF-8 (tiktoken's _encode_bytes)."""
+    enc, ref = edgetok.get_encoding(name), oracle(name)
+    n = enc.model.n_vocab
+    ordinary = st.integers(0, n - 1).filter(lambda i: not enc.is_special_token(i)
+                                            and enc.model.token_bytes(i) is not None)
+    small = st.integers(0, 1000)  # frequent short tokens: pairs that may well be canonical
+    ids = data.draw(st.lists(st.one_of(ordinary, small), max_size=8))
+    assert enc.is_canonical(ids) == truth(enc, ref, ids), ids
+
+
+def test_specials_and_unknown_ids(enc):  # type: ignore[no-untyped-def]
+    eot = enc.eot_token
+    assert not enc.is_canonical([eot])
+    assert not enc.is_canonical(enc.encode("hi") + [eot])
+    assert enc.is_canonical([])
+    with pytest.raises(KeyError):
+        enc.is_canonical([enc.n_vocab + 5])
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.one_of(texts, any_text), seed=st.integers(0, 1 << 30))
+def test_gguf(gguf, text, seed):  # type: ignore[no-untyped-def]
+    """GGUF byte-level BPE against the model's re-encoding (whose ids test_hf checks against
+    Hugging Face): GPT-2's is decided in C; Llama-3's has tokens that are not the BPE of their
+    own bytes (no backtracking tables), so it is decided by re-encoding."""
+    for name, enc in gguf.items():
+        assert enc.model.backtracks == (name == "gpt-2") and not enc.model.regex_split, name
+        ids = enc.encode_ordinary(text)
+        assert enc.is_canonical(ids)
+        for p in perturbations(enc, ids, random.Random(seed)):
+            assert enc.model.is_canonical(p) in (truth(enc, None, p), None), (name, text, p)
+            assert enc.is_canonical(p) == truth(enc, None, p)
+
+
+def test_linear_time(enc, corpora):  # type: ignore[no-untyped-def]
+    """No re-encoding: checking 1 MB of ids costs about what decoding does, well under encoding."""
+    import time
+
+    text = "".join(corpora.values())[:1_000_000]
+    ids = enc.encode_ordinary(text)
+    t0 = time.perf_counter()
+    assert enc.is_canonical(ids)
+    t1 = time.perf_counter()
+    broken = ids[:-1] + [enc.model.lookup(enc.decode_single_token_bytes(ids[-1])[:1]) or ids[-1]]
+    enc.is_canonical(broken)
+    assert t1 - t0 < 0.5
