@@ -18,6 +18,7 @@ from ._ids import to_list
 from ._native import ffi, lib
 
 FINAL = lib.ET_FINAL
+SETTLE = lib.ET_SETTLE
 # the C functions _ids.batch calls without the GIL
 _ENCODE_ADDR = int(ffi.cast("uintptr_t", ffi.addressof(lib, "et_encode")))
 _COUNT_ADDR = int(ffi.cast("uintptr_t", ffi.addressof(lib, "et_count")))
@@ -239,8 +240,10 @@ class Model:
         return s.out
 
     # -- the operations -------------------------------------------------------------------
-    def encode(self, data: bytes, final: bool = True) -> tuple[list[int], int]:
-        """Ids of data as ordinary text, and the bytes they cover (all of data when final)."""
+    def encode(self, data: bytes, final: bool = True, settle: bool = False
+               ) -> tuple[list[int], int]:
+        """Ids of data as ordinary text, and the bytes they cover (all of data when final; else
+        up to the last safe cut, or with settle into a long last piece: see ET_SETTLE)."""
         s = self._scratch
         if final and s.ws_addr and not self._regex:  # one C call (_ids.one)
             ids = _one(0, _ENCODE_ADDR, s.ws_addr, s.out_addr, s.out_cap, data, (),
@@ -251,7 +254,7 @@ class Model:
             if not final:
                 return [], 0  # pieces are known only once the text is complete
             return [i for ids in self._encode_batch(self._pieces(data)) for i in ids], len(data)
-        flags = FINAL if final else 0
+        flags = FINAL if final else SETTLE if settle else 0
         end = len(data)
         bound = self._bound0 + self._bound1 * end
         res = s.res
@@ -358,8 +361,8 @@ class Model:
             s.out, s.out_cap = None, 0
         return out, flagged
 
-    def count(self, data: bytes, final: bool = True) -> tuple[int, int]:
-        """Number of ids of data as ordinary text, and the bytes they cover."""
+    def count(self, data: bytes, final: bool = True, settle: bool = False) -> tuple[int, int]:
+        """Number of ids of data as ordinary text, and the bytes they cover (as encode)."""
         s = self._scratch
         if final and s.ws_addr and not self._regex:  # one C call (_ids.one)
             n = _one(1, _COUNT_ADDR, s.ws_addr, 0, 0, data, (), self._bound0, self._bound1, FINAL)
@@ -373,7 +376,7 @@ class Model:
         src = ffi.from_buffer(data)
         while True:
             rc = lib.et_count(self._ws(), src + pos, len(data) - pos,
-                              FINAL if final else 0, res, res + 1)
+                              FINAL if final else SETTLE if settle else 0, res, res + 1)
             total += res[0]
             pos += res[1]
             if rc == lib.ET_OK:

@@ -117,7 +117,9 @@ def encode_stream(enc: Encoding, chunks: Iterable[str], *,
     retry_at = 0  # with no safe cut found, wait for this much text before trying again
 
     def one(data: bytes, final: bool) -> tuple[list[int] | int, int]:
-        return model.count(data, final) if count_only else model.encode(data, final)
+        # settle: a long piece with no cut in sight comes out in parts (see ET_SETTLE)
+        return (model.count(data, final, settle=True) if count_only
+                else model.encode(data, final, settle=True))
 
     def run(data: bytes, final: bool) -> tuple[list[int] | int, int]:
         if jobs <= 1 or len(data) < 2 * SHARD_MIN_BYTES:

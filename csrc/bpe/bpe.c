@@ -590,6 +590,15 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
 
 #define PIECE_END ((size_t)1 << (sizeof(size_t) * 8 - 1)) /* in ends[]: last token of a piece */
 
+#ifndef SETTLE_MIN_OVERRIDE
+#define SETTLE_MIN 4096u /* ET_SETTLE: shorter pieces wait for the next cut */
+#else
+#define SETTLE_MIN SETTLE_MIN_OVERRIDE /* (the fuzz target settles short pieces too) */
+#endif
+static int grows(const et_model *m);
+static int settle(et_ws *ws, const uint8_t *t, size_t i, size_t len, uint32_t *out, size_t cap,
+                  size_t *n, size_t *at);
+
 /* The encode loop behind the public functions. out == NULL counts only; ends (if not NULL)
  * gets each token's end offset, with PIECE_END on the last token of each piece. Work stops
  * after the piece that takes the count past limit (SIZE_MAX: no limit). */
@@ -599,6 +608,7 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
     const et_model *m = ws->m;
     const unsigned final = flags & ET_FINAL;
     size_t i = 0, prev = 0, n = 0, cut = 0, cut_n = 0; /* prev: where the piece before i starts */
+    size_t cut_end = 0; /* without ET_FINAL: where the piece that starts at cut ends */
     int rc = ET_OK;
     uint32_t one;
     if (m->kind == ET_KIND_UNIGRAM) { /* one sentence: no cut, no limit, no offsets */
@@ -616,7 +626,17 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
                 cut = i;
                 cut_n = n;
             }
-            if (e == len) break; /* the last piece may still grow */
+            if (cut == i) cut_end = e; /* the piece that starts at the cut */
+            if (e == len) { /* the last piece may still grow */
+                if ((flags & ET_SETTLE) && cut_end - cut >= SETTLE_MIN && grows(m) &&
+                    m->pretok != ET_PRETOK_REGEX) {
+                    size_t at = cut, got = cut_n;
+                    rc = settle(ws, t, cut, cut_end, out, cap, &got, &at);
+                    cut = at;
+                    cut_n = got;
+                }
+                break;
+            }
         }
         const uint32_t *ids;
         size_t k = piece_ids(ws, t + i, e - i, len - i, &one, &ids, &rc);
@@ -810,18 +830,18 @@ int et_count_range(et_ws *ws, const char *text, size_t len, const uint32_t *cum,
  * whose backtracking tables were proven at compile time (ET_FLAG_BACKTRACK). The trie walks
  * that may still reach a token ending later are kept between calls, oldest first. */
 
-int et_piece_grow(et_ws *ws, const char *piece, size_t from, size_t to, uint32_t *last,
-                  uint32_t *cnt, uint32_t *walks, size_t *n_walks)
+/* Whether the table above is exact for model m's pieces. */
+static int grows(const et_model *m)
 {
-    if (!ws || (!piece && to) || !last || !cnt || !walks || !n_walks || from > to ||
-        to > 0xFFFFFFF0u)
-        return ET_E_ARG;
+    return m->kind == ET_KIND_BPE && (m->flags & ET_FLAG_BACKTRACK) && !(m->flags & ET_FLAG_GAPS);
+}
+
+/* et_piece_grow's work (cnt may be NULL): checked arguments, a model that grows(). */
+static int grow(et_ws *ws, const uint8_t *p, size_t from, size_t to, uint32_t *last,
+                uint32_t *cnt, uint32_t *walks, size_t *n_walks)
+{
     const et_model *m = ws->m;
-    if (m->kind != ET_KIND_BPE || !(m->flags & ET_FLAG_BACKTRACK) || (m->flags & ET_FLAG_GAPS))
-        return ET_E_ARG;
-    const uint8_t *p = (const uint8_t *)piece;
     size_t nw = *n_walks;
-    if (nw > (size_t)m->max_token_len + 1) return ET_E_ARG;
     for (size_t i = from; i < to; i++) {
         size_t k = 0; /* the walks that go on over p[i], in order, then one starting at i */
         for (size_t w = 0; w < nw; w++) {
@@ -844,7 +864,7 @@ int et_piece_grow(et_ws *ws, const char *piece, size_t from, size_t to, uint32_t
             if (tok == ET_NONE) continue;
             if (st == 0 || valid_pair_cached(ws, last[st - 1], tok)) {
                 last[i] = tok;
-                cnt[i] = (st ? cnt[st - 1] : 0) + 1;
+                if (cnt) cnt[i] = (st ? cnt[st - 1] : 0) + 1;
                 break;
             }
         }
@@ -852,6 +872,16 @@ int et_piece_grow(et_ws *ws, const char *piece, size_t from, size_t to, uint32_t
     }
     *n_walks = nw;
     return ET_OK;
+}
+
+int et_piece_grow(et_ws *ws, const char *piece, size_t from, size_t to, uint32_t *last,
+                  uint32_t *cnt, uint32_t *walks, size_t *n_walks)
+{
+    if (!ws || (!piece && to) || !last || !cnt || !walks || !n_walks || from > to ||
+        to > 0xFFFFFFF0u)
+        return ET_E_ARG;
+    if (!grows(ws->m) || *n_walks > (size_t)ws->m->max_token_len + 1) return ET_E_ARG;
+    return grow(ws, (const uint8_t *)piece, from, to, last, cnt, walks, n_walks);
 }
 
 /* What kind of piece of model m starts at t[start] (of a piece t[start..end)): a word,
@@ -999,6 +1029,107 @@ int et_run_extends(const et_model *m, const char *text, size_t from, size_t len,
     }
     *split = at;
     return 1;
+}
+
+/* ---- a long last piece, settled (ET_SETTLE) ------------------------------------------------
+ * A stream can hold megabytes without a cut (one letter repeated, a line of emoji): the tokens
+ * of such a piece that no following text can change come out early, so memory stays bounded.
+ * BPE side: BPE(p[0..e)) is BPE(p[0..e - |last[e]|)) followed by last[e] (the table above), so
+ * the encoding of every prefix is a chain of last tokens back to 0. A position x that every
+ * chain from (q - L, q] passes through (L: the longest token) is on the chain of every end
+ * e >= q, and then BPE(p[0..e)) = BPE(p[0..x)) + BPE(p[x..e)) for all of them (a sequence of
+ * valid pairs is the encoding of its bytes): the first part is settled, the rest is the
+ * encoding of p[x..e) on its own. Pretokenizer side: the piece that starts at the cut i ends
+ * at piece_floor() or later whatever follows, and from a character boundary x before that
+ * floor (two characters of the run or a line break after x) the pretokenizer finds the same
+ * end as from i, so the text from x on pretokenizes as the rest of the whole text does. */
+
+#ifndef SETTLE_WINDOW_OVERRIDE
+#define SETTLE_WINDOW ((size_t)1 << 20) /* positions per table (5 bytes each) */
+#else
+#define SETTLE_WINDOW ((size_t)SETTLE_WINDOW_OVERRIDE)
+#endif
+
+/* Where the piece t[i..len) (as the text so far cuts it), of a run kind, ends at the earliest
+ * once more text follows, less 4 bytes for the characters look-ahead gives back (a whitespace
+ * run's last character, a contraction); 0 for other kinds. */
+static size_t piece_floor(const et_model *m, const uint8_t *t, size_t i, size_t len)
+{
+    size_t end = len;
+    switch (piece_kind(m, t, i, len)) {
+    case PIECE_WORD: case PIECE_DIGITS: /* more of the run extends it; anything else ends it */
+        break;
+    case PIECE_PUNCT: /* not into its line-break tail: from inside that it is whitespace */
+        while (end > i && (t[end - 1] == '\r' || t[end - 1] == '\n' || t[end - 1] == '/')) end--;
+        break;
+    case PIECE_SPACE: /* \s*[\r\n]+ ends at the run's last line break whatever follows */
+        if (m->pretok != ET_PRETOK_GPT2)
+            for (size_t k = len; k > i; k--)
+                if (t[k - 1] == '\r' || t[k - 1] == '\n') return k;
+        break;
+    default:
+        return 0;
+    }
+    return end - i > 4 ? end - 4 : 0;
+}
+
+/* Encodes the settled part of the piece t[i..len) that starts at a cut (model: grows()):
+ * ids to out[*n..cap) (out NULL: counted only), *n and *at moved past them. Works in windows
+ * of the workspace's size; stops at one that settles nothing, or whose ids would not fit. */
+static int settle(et_ws *ws, const uint8_t *t, size_t i, size_t len, uint32_t *out, size_t cap,
+                  size_t *n, size_t *at)
+{
+    const et_model *m = ws->m;
+    const size_t L = m->max_token_len, stop = piece_floor(m, t, i, len);
+    uint32_t *walks = (uint32_t *)ws->mem; /* then last[w], then a mark byte per position */
+    size_t w = (WS_PER_BYTE * (ws->cap + 1) - 8 * (L + 1)) / 5;
+    if (w > SETTLE_WINDOW) w = SETTLE_WINDOW;
+    uint32_t *last = walks + 2 * (L + 1);
+    uint8_t *mark = (uint8_t *)(last + w);
+    size_t p = i;
+    while (w >= 4 * L + 64 && stop > p && stop - p > 2 * L + 8) {
+        const size_t q = stop - p < w ? stop - p : w; /* the prefixes t[p..p + x), x <= q */
+        size_t nw = 0, found = 0, reach = q + 1;
+        int rc = grow(ws, t + p, 0, q, last, NULL, walks, &nw);
+        if (rc) return rc;
+        memset(mark, 0, q + 1);
+        /* down from q: x is on every chain from [head, q] if no chain node above x steps
+         * below it (reach); take the highest such x that is a character boundary */
+        const size_t head = q - L + 1;
+        for (size_t x = q; x > 0; x--) {
+            if (x < head && !mark[x]) continue; /* on no chain */
+            if (x <= head && reach >= x && (t[p + x] & 0xC0u) != 0x80u) {
+                found = x;
+                break;
+            }
+            const uint8_t *b;
+            uint32_t tl = et_tok(m, last[x - 1], &b);
+            if (!tl || tl > x) return ET_E_FORMAT; /* a damaged model */
+            mark[x - tl] = 1;
+            if (x - tl < reach) reach = x - tl;
+        }
+        if (!found) break;
+        size_t k = 0; /* the chain from found back to 0, in order */
+        for (size_t y = found; y > 0; k++) {
+            const uint8_t *b;
+            uint32_t tl = et_tok(m, last[y - 1], &b);
+            if (!tl || tl > y) return ET_E_FORMAT;
+            y -= tl;
+        }
+        if (out) {
+            if (k > cap - *n) break;
+            size_t y = found;
+            for (size_t j = k; j > 0; j--) {
+                const uint8_t *b;
+                out[*n + j - 1] = last[y - 1];
+                y -= et_tok(m, last[y - 1], &b);
+            }
+        }
+        *n += k;
+        p += found;
+    }
+    *at = p;
+    return ET_OK;
 }
 
 int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned flags,

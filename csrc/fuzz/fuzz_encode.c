@@ -15,6 +15,8 @@
  *
  * bpe.c is included, not linked, so that its merge functions can be compared directly. */
 #define _POSIX_C_SOURCE 200809L /* strdup, strtok_r */
+#define SETTLE_MIN_OVERRIDE 300u /* ET_SETTLE on pieces that fit the fuzzer's inputs, */
+#define SETTLE_WINDOW_OVERRIDE 1200u /* in several windows */
 #include "../bpe/bpe.c"
 #include "fuzz_common.h"
 #include "fuzz_merge.h"
@@ -144,17 +146,19 @@ static void bpe_checks(et_ws **wsp, et_ws **fresh, const et_model *m, const uint
     free(dec);
     free(kept);
 
-    /* streaming: text[0..p) without ET_FINAL, then the rest from where it stopped */
-    size_t prefixes[2] = {len, len ? par[0] % (len + 1) : 0};
-    for (int k = 0; k < 2; k++) {
+    /* streaming: text[0..p) without ET_FINAL (and with ET_SETTLE, which may stop inside a
+     * long piece), then the rest from where it stopped */
+    size_t prefixes[4] = {len, len ? par[0] % (len + 1) : 0, len, len ? par[0] % (len + 1) : 0};
+    for (int k = 0; k < 4; k++) {
         size_t p = prefixes[k], cap = p + 1, got = 0, used = 0, got2 = 0;
+        unsigned fl = k < 2 ? 0u : ET_SETTLE;
         uint32_t *s = fz_alloc(cap * 4);
-        CHECK(et_encode(ws, (const char *)t, p, 0, s, cap, &got, &used) == ET_OK);
+        CHECK(et_encode(ws, (const char *)t, p, fl, s, cap, &got, &used) == ET_OK);
         CHECK(used <= p && got <= n && same_ids(s, got, a, got));
         uint32_t *rest = encode_all(wsp, m, t + used, len - used, &got2);
         CHECK(same_ids(rest, got2, a + got, n - got));
         size_t c = 0, cu = 0;
-        CHECK(et_count(ws, (const char *)t, p, 0, &c, &cu) == ET_OK && c == got && cu == used);
+        CHECK(et_count(ws, (const char *)t, p, fl, &c, &cu) == ET_OK && c == got && cu == used);
         free(rest);
         free(s);
     }

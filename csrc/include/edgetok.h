@@ -141,6 +141,12 @@ size_t et_ws_need(const et_ws *ws);
 /* Flags for the encode family. */
 #define ET_FINAL 1u /* the text is complete. Without it, work stops at the last cut that no
                        following text can move, and *consumed says where it is. */
+#define ET_SETTLE 2u /* without ET_FINAL: when the text after that cut is one long piece (a
+                        line of one letter, no cut for megabytes), also encode the leading part
+                        of it whose tokens no following text can change (BPE models with
+                        backtracking tables). *consumed may then fall inside that piece, on a
+                        character boundary: pass the text from there next time, and the ids
+                        are exactly those of the whole text. Memory stays bounded. */
 
 /* Upper bound on the ids that encoding len bytes with model m produces: len for BPE models
  * (no token is empty); more for unigram models (normalisation and byte fallback expand). */
