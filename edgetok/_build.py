@@ -9,7 +9,8 @@ from cffi import FFI
 
 ROOT = Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
-SOURCES = ["model/model.c", "model/compile.c", "bpe/bpe.c", "unigram/unigram.c"]
+SOURCES = ["model/model.c", "model/compile.c", "bpe/bpe.c", "unigram/unigram.c",
+           "wordpiece/wordpiece.c", "wordpiece/wp_compile.c"]
 
 CDEF = """
 typedef struct et_model et_model;
@@ -19,6 +20,7 @@ typedef struct et_ws et_ws;
 #define ET_MODEL_BPE ...
 #define ET_MODEL_UNIGRAM ...
 #define ET_MODEL_SP_BPE ...
+#define ET_MODEL_WORDPIECE ...
 #define ET_LOAD_HUGEPAGES ...
 #define ET_LOAD_VERIFY ...
 #define ET_PRETOK_CL100K ...
@@ -48,6 +50,12 @@ int et_model_nfc(const et_model *m);
 int et_model_drops_bytes(const et_model *m);
 int et_model_bos_eos(const et_model *m, uint32_t *bos, uint32_t *eos);
 uint32_t et_model_kind(const et_model *m);
+int et_model_wordpiece(const et_model *m, uint32_t *unk, uint32_t *cls, uint32_t *sep);
+int et_compile_wordpiece(const char *bytes, const uint32_t *off, const uint32_t *ids, uint32_t n,
+                         const char *sbytes, const uint32_t *soff, const uint32_t *sids,
+                         uint32_t ns, const char *prefix, uint32_t unk_id, uint32_t cls_id,
+                         uint32_t sep_id, uint32_t max_chars, uint32_t flags, uint8_t **out,
+                         size_t *out_len);         /* BERT WordPiece -> .etok image */
 size_t et_encode_bound(const et_model *m, size_t len);
 int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const float *scores,
                        const uint8_t *types, const char *charsmap, size_t charsmap_len,

@@ -122,9 +122,18 @@ class Model:
 
     @property
     def kind(self) -> str:
-        """The model family: "bpe" (tiktoken-style), "unigram" or "sp-bpe" (SentencePiece)."""
+        """The model family: "bpe" (tiktoken-style), "unigram" or "sp-bpe" (SentencePiece),
+        "wordpiece" (BERT)."""
         k = lib.et_model_kind(self._h)
-        return "bpe" if k == lib.ET_MODEL_BPE else "unigram" if k == lib.ET_MODEL_UNIGRAM else "sp-bpe"
+        return ("bpe" if k == lib.ET_MODEL_BPE else "unigram" if k == lib.ET_MODEL_UNIGRAM
+                else "wordpiece" if k == lib.ET_MODEL_WORDPIECE else "sp-bpe")
+
+    def wordpiece_ids(self) -> tuple[int, int | None, int | None]:
+        """A WordPiece model's ([UNK], [CLS], [SEP]) ids (None where it has none)."""
+        got = ffi.new("uint32_t[3]")
+        check(lib.et_model_wordpiece(self._h, got, got + 1, got + 2), "a WordPiece model")
+        unk, cls, sep = got[0], got[1], got[2]
+        return unk, None if cls == NONE else cls, None if sep == NONE else sep
 
     @property
     def regex_split(self) -> bool:
@@ -728,6 +737,36 @@ def compile_unigram(pieces: list[bytes], scores: list[float], types: bytes, char
                                 flags, unk_id, NONE if bos_id is None else bos_id,
                                 NONE if eos_id is None else eos_id, unk_surface.encode(), out, out_len)
     check(rc, f"{source}: cannot compile the SentencePiece model")
+    try:
+        return ffi.buffer(out[0], out_len[0])[:]
+    finally:
+        lib.et_free(out[0])
+
+
+def compile_wordpiece(tokens: list[tuple[bytes, int]], specials: list[tuple[bytes, int]],
+                      prefix: str, unk: int, cls: int | None, sep: int | None, max_chars: int,
+                      flags: int, source: str = "WordPiece vocabulary") -> bytes:
+    """An .etok image of a WordPiece model (see et_compile_wordpiece): tokens as (bytes, id),
+    specials likewise, the continuation prefix, [UNK] / [CLS] / [SEP] ids, max characters per
+    word and BertNormalizer's flags. A vocabulary the C core would refuse is a ModelError."""
+    off = [0]
+    for t, _ in tokens:
+        off.append(off[-1] + len(t))
+    soff = [0]
+    for t, _ in specials:
+        soff.append(soff[-1] + len(t))
+    if off[-1] + soff[-1] > 0xFFFFFFFF:
+        raise ModelError(f"{source}: the tokens hold more than 4 GiB")
+    out = ffi.new("uint8_t **")
+    out_len = ffi.new("size_t *")
+    rc = lib.et_compile_wordpiece(
+        b"".join(t for t, _ in tokens), ffi.new("uint32_t[]", off),
+        ffi.new("uint32_t[]", [i for _, i in tokens]), len(tokens),
+        b"".join(t for t, _ in specials), ffi.new("uint32_t[]", soff),
+        ffi.new("uint32_t[]", [i for _, i in specials] or [0]), len(specials), prefix.encode(),
+        unk, NONE if cls is None else cls, NONE if sep is None else sep,
+        min(max_chars, 0xFFFFFFFF), flags, out, out_len)
+    check(rc, f"{source}: cannot compile the WordPiece vocabulary")
     try:
         return ffi.buffer(out[0], out_len[0])[:]
     finally:

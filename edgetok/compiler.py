@@ -123,28 +123,45 @@ def is_sentencepiece(path: str | Path) -> bool:
 
 
 def source_kind(path: str | Path) -> str:
-    """What a vocabulary file is: "gguf", "tokenizer.json", "sentencepiece" or "tiktoken" (or
-    "etok": compiled already)."""
+    """What a vocabulary file is: "gguf", "tokenizer.json", "sentencepiece", "vocab.txt"
+    (WordPiece: a token a line, no rank after it) or "tiktoken" (or "etok": compiled already)."""
     with open(path, "rb") as f:
         head = f.read(8)
+        line = (head + f.read(248)).split(b"\n", 1)[0]
     if head == b"EDGETOK\0":
         return "etok"
     if head[:4] == b"GGUF":
         return "gguf"
     if head[:1] == b"{":
         return "tokenizer.json"
-    return "sentencepiece" if is_sentencepiece(path) else "tiktoken"
+    if is_sentencepiece(path):
+        return "sentencepiece"
+    if head[:2] != b"\x1f\x8b" and line.strip() and b" " not in line.strip():
+        return "vocab.txt"
+    return "tiktoken"
 
 
 def compile_source(path: str | Path, *, specials: dict[str, int] | None = None,
                    pretokenizer: str = "cl100k", pattern: str | None = None,
-                   fairseq_ids: bool = False, meta: dict | None = None) -> bytes:  # type: ignore[type-arg]
+                   fairseq_ids: bool = False, meta: dict | None = None,  # type: ignore[type-arg]
+                   lowercase: bool | None = None) -> bytes:
     """Compile any supported vocabulary file: a GGUF file or a Hugging Face tokenizer.json
     (byte-level BPE), a SentencePiece .model (Unigram) or a tiktoken file (with the named
     pretokenizer and the given special tokens). fairseq_ids: number a SentencePiece model's
     pieces as Hugging Face's XLM-RoBERTa tokenizers do (see spm.use_fairseq_ids). meta (if
-    given) gets what encoding needs beyond the model (hf.read_tokenizer_json, hf.read_gguf)."""
+    given) gets what encoding needs beyond the model (hf.read_tokenizer_json, hf.read_gguf).
+    lowercase: a vocab.txt's BertNormalizer lowercases (None: its tokenizer_config.json says,
+    else yes)."""
     kind = source_kind(path)
+    if lowercase is not None and kind != "vocab.txt":
+        raise ModelError(f"{path}: lowercase applies to WordPiece vocab.txt files, not {kind}")
+    if kind == "vocab.txt":
+        if specials:
+            raise ModelError("a vocab.txt's special tokens are its [UNK], [CLS], [SEP], [PAD] "
+                             "and [MASK]")
+        from .wordpiece import read_vocab_txt
+
+        return read_vocab_txt(path, lowercase, meta)
     if kind == "etok":
         raise ModelError(f"{path}: an edgetok model already (compile takes a vocabulary file)")
     if fairseq_ids and kind != "sentencepiece":

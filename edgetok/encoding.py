@@ -156,8 +156,9 @@ class Encoding:
         if special_tokens is None:
             special_tokens = {}
             # SentencePiece models match no special text: "<s>" in a text is text
-            added = set(model.added_ids()) if model.kind == "bpe" else set()
-            for i in (model.special_ids() if model.kind == "bpe" else []):
+            matched = model.kind in ("bpe", "wordpiece")
+            added = set(model.added_ids()) if matched else set()
+            for i in (model.special_ids() if matched else []):
                 b = model.token_bytes(i)
                 if b is not None:
                     (self._added if i in added else special_tokens)[b.decode("utf-8", "replace")] = i
@@ -324,6 +325,10 @@ class Encoding:
         """Takes what a loaded file says is added around a text (registry.load's meta)."""
         meta = meta or {}
         self._post = post = meta.get("post")
+        if "post" not in meta and self._model.kind == "wordpiece":  # an .etok, a GGUF
+            from .wordpiece import bert_post
+
+            self._post = post = bert_post(*self._model.wordpiece_ids()[1:])
         if post is not None and post["template"] != [None]:
             t = post["template"]
             k = t.index(None)

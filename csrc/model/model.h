@@ -49,6 +49,8 @@
 #define ET_UNI_CELL 4u /* unigram models (the piece's score in the cell too) */
 #define ET_KIND_BPE 1u
 #define ET_KIND_UNIGRAM 2u
+#define ET_KIND_WORDPIECE 3u
+#define ET_WP_CELL 4u /* WordPiece models: base, check, value, failure link */
 #define ET_FLAG_BACKTRACK 1u
 #define ET_SPECIAL_ADDED 0x80000000u /* in SPECIALS: an added token matched in ordinary text */
 #define ET_FLAG_NFC 2u /* text is NFC-normalised before encoding (by the caller) */
@@ -82,7 +84,26 @@ typedef struct {
 
 enum { ET_SEC_CELLS, ET_SEC_VALUES, ET_SEC_TOKOFF, ET_SEC_BLOB, ET_SEC_SPECIALS,
        ET_SEC_BYTEIDS, ET_SEC_PATTERN, ET_SEC_SPLIT, ET_SEC_PREFIX, ET_SEC_TNODE,
-       ET_SEC_SCORES, ET_SEC_TYPES, ET_SEC_UPARAM, ET_SEC_CHARSMAP, ET_NSEC = 16 };
+       ET_SEC_SCORES, ET_SEC_TYPES, ET_SEC_UPARAM, ET_SEC_CHARSMAP, ET_SEC_POPOFF,
+       ET_SEC_POPS, ET_NSEC = 16 };
+
+/* WordPiece models (kind ET_KIND_WORDPIECE; csrc/wordpiece): CELLS of ET_WP_CELL words, the
+ * fourth a cell's failure link (LinMaxMatch: the cell to go on from when the next byte has no
+ * child, or ET_NONE: the word is [UNK]); POPOFF (n_cells + 1) x offset and POPS: the tokens a
+ * failure at cell s emits are POPS[POPOFF[s]..POPOFF[s+1]); UPARAM holds one et_wparam. The
+ * trie holds every token as spelled from the root (cell 0) and, under the root's child on
+ * byte 0xFF (wparam.cont, which no UTF-8 text reaches), every continuation token without its
+ * prefix ("##"). */
+typedef struct {
+    uint32_t unk_id, cls_id, sep_id; /* [CLS] / [SEP]: ET_NONE when the model has none */
+    uint32_t flags;                  /* ET_WP_* */
+    uint32_t max_chars;              /* longer words are [UNK] (max_input_chars_per_word) */
+    uint32_t cont;                   /* the continuation root's cell */
+} et_wparam;
+#define ET_WP_CLEAN 1u /* BertNormalizer's clean_text */
+#define ET_WP_CJK 2u   /* handle_chinese_chars */
+#define ET_WP_STRIP 4u /* strip_accents (NFD, nonspacing marks dropped) */
+#define ET_WP_LOWER 8u /* lowercase */
 
 typedef struct {
     uint8_t magic[8]; /* "EDGETOK\0" */
@@ -110,6 +131,9 @@ struct et_model {
     const uint8_t *charsmap;
     size_t charsmap_size;
     et_uparam up;
+    const uint32_t *popoff, *pops; /* WordPiece */
+    uint32_t n_pops;
+    et_wparam wp;
     uint32_t kind, n_cells, n_vocab, n_specials, pretok, pretok_param, max_token_len, flags;
     size_t blob_size, size;
     const uint8_t *data;
@@ -202,6 +226,34 @@ uint32_t et_charsmap_expansion(const uint8_t *cm, size_t size);
 /* Unigram encoding of text[0..len) (complete) into out[0..cap) / counting (out NULL). */
 int et_unigram_run(struct et_ws *ws, const struct et_model *m, const uint8_t *text, size_t len,
                    uint32_t *out, size_t cap, size_t *n_out);
+
+/* WordPiece encoding of text[0..len) (complete) into out[0..cap) / counting (out NULL). */
+int et_wordpiece_run(const struct et_model *m, const uint8_t *text, size_t len, uint32_t *out,
+                     size_t cap, size_t *n_out);
+
+/* What a model family adds to the common image (et_compile_image): its kind, pretokenizer,
+ * flags, pattern, byte ids, extra sections; keys (if nk): the trie's keys and their values,
+ * when they differ from the tokens; fill (if set): the cells' fourth word, computed from the
+ * built trie (base/check/value over n cells; ctx is the caller's). */
+typedef struct et_image_extra {
+    uint32_t kind, pretok, pretok_param, flags;
+    const char *pattern;             /* BPE */
+    const uint32_t *byteids;         /* unigram: <0xNN> pieces; BPE: NULL (single-byte tokens) */
+    const void *data[ET_NSEC];       /* unigram: SCORES, TYPES, UPARAM, CHARSMAP */
+    size_t size[ET_NSEC];
+    const uint8_t *kbytes;
+    const uint32_t *koff, *kids;
+    uint32_t nk;
+    int (*fill)(void *ctx, struct et_image_extra *x, const uint32_t *base, const uint32_t *check,
+                const uint32_t *value, uint32_t n, uint32_t *fourth);
+    void *ctx;
+} et_image_extra;
+
+/* Lays out an .etok image (see et_compile_bpe for the token arguments). */
+int et_compile_image(const uint8_t *bytes, const uint32_t *off, const uint32_t *ids, uint32_t n,
+                     const uint8_t *sbytes, const uint32_t *soff, const uint32_t *sids,
+                     const uint8_t *sadded, uint32_t ns, et_image_extra *x, uint8_t **out,
+                     size_t *out_len);
 
 uint64_t et_checksum(const uint8_t *p, size_t n);
 /* The checksum of a whole image: header (checksum field as zero) and body; the header's

@@ -1,0 +1,208 @@
+/* csrc/wordpiece: BERT's WordPiece, token for token what Hugging Face tokenizers gives for a
+ * tokenizer.json with BertNormalizer, BertPreTokenizer and a WordPiece model, in one pass:
+ *
+ * 1. BertNormalizer, one character at a time from generated tables (bert_tables.h, probed
+ *    from tokenizers itself): clean_text drops control characters (and U+0000, U+FFFD; an
+ *    invalid UTF-8 byte reads as U+FFFD) and makes whitespace a space; handle_chinese_chars
+ *    puts spaces around CJK ideographs; strip_accents (NFD, nonspacing marks dropped) and
+ *    lowercase map a character to a short string.
+ * 2. BertPreTokenizer on the characters that come out: whitespace ends a word, punctuation is
+ *    a word of its own.
+ * 3. MaxMatch (greedy longest match first, "##" continuations) as LinMaxMatch (Song et al.
+ *    2021, Fast WordPiece): the bytes of a word walk the trie; where a byte has no child, the
+ *    cell's precomputed failure pops are emitted and the walk goes on from its failure link,
+ *    so every byte is stepped over once and each failure emits a token: linear time. A word
+ *    that cannot be matched, or has more than max_chars characters, is one [UNK].
+ * Nothing is allocated and no text is buffered: the state is a trie cell and a few counters.
+ */
+#include <string.h>
+
+#include "../model/model.h"
+#include "../unicode/ucd.h"
+#include "bert_tables.h"
+
+/* class bits (gen_bert.py) */
+#define C_CTRL 1u
+#define C_WS 2u
+#define C_CJK 4u
+#define C_SPACE 8u
+#define C_PUNCT 16u
+#define C_HANGUL 32u
+
+static inline const et_bert_rec *rec_of(uint32_t cp)
+{
+    return &et_bert_recs[et_bert_stage2[(size_t)et_bert_stage1[cp >> 7] * 128u + (cp & 127u)]];
+}
+
+typedef struct {
+    const et_model *m;
+    uint32_t *out; /* NULL: count only */
+    size_t cap, n;
+    size_t word_n;        /* n where the word started */
+    uint32_t u;           /* trie cell */
+    size_t chars, bytes, pops; /* of the word so far */
+    int in_word, unk, rc;
+} wp;
+
+static inline void emit(wp *s, uint32_t id)
+{
+    if (s->out) {
+        if (s->n >= s->cap) {
+            s->rc = ET_E_FULL;
+            return;
+        }
+        s->out[s->n] = id;
+    }
+    s->n++;
+}
+
+/* Emits the failure pops of cell v and returns its failure link (ET_NONE: none). */
+static inline uint32_t fail(wp *s, uint32_t v)
+{
+    const et_model *m = s->m;
+    uint32_t f = m->cells[(size_t)ET_WP_CELL * v + 3u];
+    if (f == ET_NONE) return f;
+    uint32_t a = m->popoff[v], b = m->popoff[v + 1u];
+    if (f >= m->n_cells || a >= b || b > m->n_pops || (s->pops += b - a) > s->bytes) {
+        s->rc = ET_E_FORMAT; /* a damaged model: valid ones pop at most a token per byte */
+        return ET_NONE;
+    }
+    for (uint32_t k = a; k < b; k++) {
+        uint32_t id = m->pops[k];
+        if (id >= m->n_vocab) {
+            s->rc = ET_E_FORMAT;
+            return ET_NONE;
+        }
+        emit(s, id);
+    }
+    return f;
+}
+
+static inline void step(wp *s, uint8_t c)
+{
+    for (;;) {
+        uint32_t t = et_trie_step(s->m, s->u, c, ET_WP_CELL);
+        if (t != ET_NONE) {
+            s->u = t;
+            s->bytes++;
+            return;
+        }
+        uint32_t f = fail(s, s->u);
+        if (f == ET_NONE) {
+            s->unk = 1;
+            return;
+        }
+        s->u = f;
+    }
+}
+
+static void end_word(wp *s)
+{
+    if (!s->in_word) return;
+    while (!s->unk && s->rc == ET_OK && s->u != s->m->wp.cont) {
+        uint32_t f = fail(s, s->u);
+        if (f == ET_NONE) s->unk = 1;
+        s->u = f;
+    }
+    if (s->unk && s->rc == ET_OK) {
+        s->n = s->word_n;
+        emit(s, s->m->wp.unk_id);
+    }
+    s->in_word = s->unk = 0;
+    s->u = 0;
+    s->chars = s->bytes = s->pops = 0;
+}
+
+/* One character of the word (its UTF-8 bytes). */
+static inline void feed(wp *s, const uint8_t *p, size_t k)
+{
+    if (!s->in_word) {
+        s->in_word = 1;
+        s->word_n = s->n;
+    }
+    if (++s->chars > s->m->wp.max_chars) s->unk = 1;
+    for (size_t i = 0; i < k && !s->unk; i++) step(s, p[i]);
+}
+
+/* A character out of the normaliser, with its class bits: the pretokenizer's move. */
+static inline void put_char(wp *s, const uint8_t *p, size_t k, unsigned cls)
+{
+    if (cls & C_SPACE) {
+        end_word(s);
+    } else if (cls & C_PUNCT) {
+        end_word(s);
+        feed(s, p, k);
+        end_word(s);
+    } else {
+        feed(s, p, k);
+    }
+}
+
+static size_t utf8_put(uint8_t *q, uint32_t cp)
+{
+    if (cp < 0x800u) {
+        q[0] = (uint8_t)(0xC0u | (cp >> 6));
+        q[1] = (uint8_t)(0x80u | (cp & 0x3Fu));
+        return 2;
+    }
+    q[0] = (uint8_t)(0xE0u | (cp >> 12));
+    q[1] = (uint8_t)(0x80u | ((cp >> 6) & 0x3Fu));
+    q[2] = (uint8_t)(0x80u | (cp & 0x3Fu));
+    return 3;
+}
+
+/* The characters of the string p[0..len) (valid UTF-8, from the tables), each classified. */
+static void put_string(wp *s, const uint8_t *p, size_t len)
+{
+    for (size_t i = 0; i < len && s->rc == ET_OK;) {
+        size_t k;
+        uint32_t cp = et_utf8_decode(p, len, i, &k);
+        put_char(s, p + i, k, cp < 0x110000u ? rec_of(cp)->cls : 0u);
+        i += k;
+    }
+}
+
+int et_wordpiece_run(const et_model *m, const uint8_t *t, size_t len, uint32_t *out, size_t cap,
+                     size_t *n_out)
+{
+    static const uint8_t space = ' ', fffd[3] = {0xEF, 0xBF, 0xBD};
+    wp s = {m, out, cap, 0, 0, 0, 0, 0, 0, 0, 0, ET_OK};
+    const uint32_t fl = m->wp.flags;
+    const int clean = (fl & ET_WP_CLEAN) != 0, cjk = (fl & ET_WP_CJK) != 0;
+    const int map = (fl & ET_WP_STRIP) ? ((fl & ET_WP_LOWER) ? 2 : 1) : (fl & ET_WP_LOWER) ? 0 : -1;
+    for (size_t i = 0; i < len && s.rc == ET_OK;) {
+        size_t k;
+        uint32_t cp = et_utf8_decode(t, len, i, &k);
+        const uint8_t *p = t + i;
+        if (cp == 0xFFFFFFFFu) {
+            cp = 0xFFFDu;
+            p = fffd;
+        }
+        i += k;
+        k = cp < 0x80u ? 1 : cp < 0x800u ? 2 : cp < 0x10000u ? 3 : 4;
+        const et_bert_rec *r = rec_of(cp);
+        if (clean && (r->cls & C_CTRL)) continue;
+        if (clean && (r->cls & C_WS)) {
+            put_char(&s, &space, 1, C_SPACE);
+            continue;
+        }
+        const int pad = cjk && (r->cls & C_CJK);
+        if (pad) end_word(&s);
+        if (map >= 0 && r->len[map] != 0xFFu) {
+            put_string(&s, et_bert_pool + r->off[map], r->len[map]);
+        } else if (map >= 1 && (r->cls & C_HANGUL)) { /* NFD: leading, vowel, trailing jamo */
+            uint8_t q[9];
+            uint32_t x = cp - 0xAC00u, tr = x % 28u;
+            size_t w = utf8_put(q, 0x1100u + x / 588u);
+            w += utf8_put(q + w, 0x1161u + (x % 588u) / 28u);
+            if (tr) w += utf8_put(q + w, 0x11A7u + tr);
+            put_string(&s, q, w);
+        } else {
+            put_char(&s, p, k, r->cls);
+        }
+        if (pad) end_word(&s);
+    }
+    if (s.rc == ET_OK) end_word(&s);
+    *n_out = s.n;
+    return s.rc;
+}
