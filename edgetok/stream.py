@@ -105,9 +105,12 @@ def encode_stream(enc: Encoding, chunks: Iterable[str], *,
 
     model = enc.model
     specials = set(enc._matchable)  # held back at a chunk's end when it may start one
-    if model.nfc or model.regex_split:
-        # NFC can join characters across any cut, and regex pieces are only known at the end:
-        # these models take the stream whole (the loop below is skipped)
+    # NFC can join characters across any cut but a line break (a starter that composes with
+    # nothing): a normalising model's text is held back to its last line break
+    nfc = model.nfc
+    if model.regex_split:
+        # regex pieces are only known at the end: the stream is taken whole (the loop below
+        # is skipped)
         chunks = ["".join(chunks)]
     # the text not encoded yet: tail, the UTF-8 text after the last safe cut (the special
     # tokens in it are settled: none starts there), then parts, text not searched for them
@@ -152,6 +155,11 @@ def encode_stream(enc: Encoding, chunks: Iterable[str], *,
             continue
         pending = "".join(parts)
         hold = _special_tail(pending, specials) if specials else 0
+        if nfc:
+            hold = max(hold, len(pending) - pending.rfind("\n") - 1)
+            if hold == len(pending):  # no line break yet: wait for twice as much text
+                parts, size, retry_at = [pending], len(pending), 2 * (len(tail) + len(pending))
+                continue
         segs = segments(pending[: len(pending) - hold])
         parts = [pending[len(pending) - hold:]] if hold else []
         size = hold

@@ -202,6 +202,61 @@ def test_qwen2_nfc(gguf_enc):  # type: ignore[no-untyped-def]
     assert enc.split_at("Caf\u00e9 x", 100)[0] == len("Caf\u00e9 x")
 
 
+@settings(max_examples=20, deadline=None)
+@given(lines=st.lists(st.text(alphabet="ae o\u0301\u0308\u0327\u212b\u00e9\n", max_size=30),
+                      min_size=1, max_size=12), cuts=st.lists(st.integers(1, 40), min_size=1))
+def test_nfc_stream(vocab, tmp_path_factory, lines, cuts):  # type: ignore[no-untyped-def]
+    """A normalising model's stream (Qwen2: NFC) gives Hugging Face's ids of the whole text,
+    whatever the reads split (a base letter and its combining marks in different reads), and
+    gives ids before the input ends (it is held back only to its last line break)."""
+    from edgetok.stream import encode_stream
+
+    enc, ref = _qwen2(vocab, tmp_path_factory)
+    text = "\n".join(lines)
+    parts, i, k = [], 0, 0
+    while i < len(text):
+        n = cuts[k % len(cuts)]
+        parts.append(text[i:i + n])
+        i, k = i + n, k + 1
+    got: list[int] = []
+    for ids in encode_stream(enc, parts):
+        got += ids  # type: ignore[arg-type]
+    assert got == ref.encode(text).ids
+
+
+def test_nfc_stream_is_live(vocab, tmp_path_factory):  # type: ignore[no-untyped-def]
+    from edgetok.stream import encode_stream
+
+    enc, ref = _qwen2(vocab, tmp_path_factory)
+    lines = ["Cafe\u0301 number %d, \u212b\n" % i for i in range(2000)]
+    read = 0
+
+    def source():  # type: ignore[no-untyped-def]
+        nonlocal read
+        for x in lines:
+            read += 1
+            yield x
+
+    stream = encode_stream(enc, source())
+    first = next(stream)
+    assert first and read < len(lines)  # ids came before the last line was read
+    got = list(first)  # type: ignore[arg-type]
+    for ids in stream:
+        got += ids  # type: ignore[arg-type]
+    assert got == ref.encode("".join(lines)).ids
+
+
+_QWEN2: list = []  # type: ignore[type-arg]
+
+
+def _qwen2(vocab, tmp_path_factory):  # type: ignore[no-untyped-def]
+    if not _QWEN2:
+        _QWEN2.append(pair(vocab, tmp_path_factory, "qwen2"))
+    enc, ref = _QWEN2[0]
+    assert enc.model.nfc
+    return enc, ref
+
+
 def test_import_errors(vocab, tmp_path):  # type: ignore[no-untyped-def]
     spec = json.loads(tokenizer_json(vocab["gpt-2"]))
     m = spec["model"]["merges"]
