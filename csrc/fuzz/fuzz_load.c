@@ -41,6 +41,23 @@ static void exercise(const et_model *m, int verified)
     (void)et_count(ws, t, len, ET_FINAL, &c, &used);
     (void)et_count(ws, t, len, 0, &c, &used);
     (void)et_count_limit(ws, t, len, 7, &c, &used);
+    { /* a long piece, settled in parts (ET_SETTLE: the chains of the last-token table) */
+        enum { LONG = 6000 };
+        char *run = fz_alloc(LONG);
+        et_ws *big = fz_ws(m, LONG);
+        uint32_t *rids = fz_alloc((et_encode_bound(m, LONG) + 1) * 4);
+        for (int k = 0; k < 2; k++) { /* a letter, an emoji */
+            for (size_t i = 0; i < LONG; i++) run[i] = k ? "\xf0\x9f\x98\x80"[i % 4] : 'a';
+            size_t rn = 0, ru = 0;
+            if (et_encode(big, run, LONG, ET_SETTLE, rids, et_encode_bound(m, LONG) + 1, &rn,
+                          &ru) == ET_OK)
+                CHECK(ru <= LONG && rn <= ru);
+            (void)et_count(big, run, LONG, ET_SETTLE, &rn, &ru);
+        }
+        free(rids);
+        free(big);
+        free(run);
+    }
     size_t scap = len + 64, cut = 0, k = 0;
     size_t *ends = fz_alloc(scap * sizeof *ends);
     uint32_t *sids = fz_alloc(scap * sizeof *sids); /* split_at's ids: room for scap */
