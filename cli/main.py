@@ -416,8 +416,8 @@ def decode(file: str, encoding: str, model: str | None, errors: str) -> None:
 @click.option("--messages", is_flag=True,
               help="Each FILE is a chat as JSON (a list of {role, content} messages, or an "
               "object with messages and tools): count it as the model sees it. With "
-              "--chat-model, OpenAI's per-message overheads; else the --model file's chat "
-              "template (jinja2).")
+              "--chat-model, OpenAI's per-message overheads (and tool definitions as the "
+              "OpenAI cookbook counts them); else the --model file's chat template (jinja2).")
 @click.option("--chat-model", metavar="NAME",
               help="With --messages: the OpenAI chat model (gpt-4o, gpt-4, gpt-3.5-turbo-0301, "
               "...); its encoding unless -e or --model is given.")
@@ -533,9 +533,7 @@ def count_chat(enc: "edgetok.Encoding", path: str, chat_model: str | None,
         tools, chat = chat.get("tools"), chat.get("messages")
     try:
         if chat_model:
-            if tools:
-                raise ValueError("tools: OpenAI publishes no exact count for tool definitions")
-            return enc.count_messages(chat, chat_model)
+            return enc.count_messages(chat, chat_model, tools=tools)
         return enc.count_messages(chat, tools=tools, add_generation_prompt=generation_prompt)
     except (ValueError, TypeError, ImportError) as e:
         raise Failure(f"{name}: {e}") from None

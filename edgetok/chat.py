@@ -54,6 +54,65 @@ def count_openai(enc: "Encoding", messages: list[dict[str, Any]], model: str) ->
     return n + REPLY_PRIMING
 
 
+# the cookbook's num_tokens_for_tools constants: (func_init, prop_init, prop_key, enum_init,
+# enum_item, func_end), for the models it gives them for
+TOOL_OVERHEADS = {"gpt-4o": (7, 3, 3, -3, 3, 12), "gpt-4o-mini": (7, 3, 3, -3, 3, 12),
+                  "gpt-3.5-turbo": (10, 3, 3, -3, 3, 12), "gpt-4": (10, 3, 3, -3, 3, 12)}
+
+
+def count_openai_tools(enc: "Encoding", tools: Any, model: str) -> int:
+    """The tool definitions' share of the cookbook's num_tokens_for_tools (its messages part is
+    count_openai): func_init per function and the tokens of "name:description" (one final "."
+    dropped); for functions with properties, prop_init, then per property prop_key and the
+    tokens of "name:type:description", and for an enum enum_init plus enum_item and the tokens
+    of each item; func_end once when there are functions. The cookbook gives the constants
+    for gpt-4o, gpt-4o-mini, gpt-3.5-turbo and gpt-4 only: ValueError for other models."""
+    if model not in TOOL_OVERHEADS:
+        raise ValueError(f"no published token count of tool definitions for {model!r} (the "
+                         f"OpenAI cookbook gives one for {', '.join(TOOL_OVERHEADS)})")
+    func_init, prop_init, prop_key, enum_init, enum_item, func_end = TOOL_OVERHEADS[model]
+
+    def tokens(text: Any, what: str) -> int:
+        if not isinstance(text, str):
+            raise ValueError(f"{what} is {type(text).__name__}, not a string")
+        return enc.count(text, disallowed_special=())
+
+    def field(d: Any, key: str, what: str) -> Any:
+        if not isinstance(d, dict) or key not in d:
+            raise ValueError(f"{what} has no {key!r}")
+        return d[key]
+
+    if not isinstance(tools, (list, tuple)):
+        raise TypeError("tools must be a list of {'type': 'function', 'function': {...}}")
+    n = 0
+    for k, tool in enumerate(tools):
+        n += func_init
+        fn = field(tool, "function", f"tool {k}")
+        desc = field(fn, "description", f"tool {k}")
+        name = field(fn, "name", f"tool {k}")
+        if not isinstance(name, str) or not isinstance(desc, str):
+            raise ValueError(f"tool {k}'s name and description must be strings")
+        n += tokens(f"{name}:{desc[:-1] if desc.endswith('.') else desc}",
+                    f"tool {k}'s name and description")
+        props = field(field(fn, "parameters", f"tool {k}"), "properties", f"tool {k}'s parameters")
+        if not isinstance(props, dict):
+            raise ValueError(f"tool {k}'s properties are not an object")
+        if props:
+            n += prop_init
+            for key, schema in props.items():
+                n += prop_key
+                what = f"tool {k}'s property {key!r}"
+                ptype, pdesc = field(schema, "type", what), field(schema, "description", what)
+                if "enum" in schema:
+                    n += enum_init
+                    for item in schema["enum"]:
+                        n += enum_item + tokens(item, f"{what}'s enum item")
+                if isinstance(pdesc, str) and pdesc.endswith("."):
+                    pdesc = pdesc[:-1]
+                n += tokens(f"{key}:{ptype}:{pdesc}", what)
+    return n + (func_end if tools else 0)
+
+
 def _messages(messages: Any) -> list[dict[str, Any]]:
     if not isinstance(messages, (list, tuple)) or not all(isinstance(m, dict) for m in messages):
         raise TypeError("messages must be a list of dicts ({'role': ..., 'content': ...})")

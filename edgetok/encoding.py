@@ -638,7 +638,9 @@ class Encoding:
         """The exact token count of a list of chat messages ({"role": ..., "content": ...}).
         model: an OpenAI chat model (gpt-4o, gpt-4, gpt-3.5-turbo-0301, ...): the OpenAI
         cookbook's num_tokens_from_messages (per-message and per-name overheads, 3 for the
-        reply's priming), contents encoded with this encoding, which must be the model's.
+        reply's priming), contents encoded with this encoding, which must be the model's; with
+        tools (function definitions, as the API takes them), plus its num_tokens_for_tools
+        share (gpt-4o, gpt-4o-mini, gpt-3.5-turbo and gpt-4: the models it gives constants for).
         Without model: the model file's own chat template (a GGUF's, a Hugging Face folder's,
         or chat_template=) rendered with jinja2 as transformers' apply_chat_template(
         tokenize=True) does; special tokens come from the template only, never from message
@@ -652,7 +654,8 @@ class Encoding:
             if self.name != want and self._recipe != ("get", want):
                 raise ValueError(f"{model} uses {want}, not {self.name}: count with "
                                  f"edgetok.encoding_for_model({model!r})")
-            return chat.count_openai(self, list(messages), model)
+            n = chat.count_openai(self, list(messages), model)
+            return n + chat.count_openai_tools(self, tools, model) if tools is not None else n
         return len(chat.template_ids(self, list(messages), chat_template=chat_template,
                                      template_name=template_name, tools=tools,
                                      documents=documents,

@@ -89,6 +89,86 @@ def test_cookbook_generated(messages, model):  # type: ignore[no-untyped-def]
         cookbook_count(messages, model)
 
 
+def cookbook_tools_count(functions: list[dict], messages: list[dict], model: str) -> int:  # type: ignore[type-arg]
+    """The OpenAI cookbook's num_tokens_for_tools, over tiktoken."""
+    import reference
+    import tiktoken
+
+    if model in ["gpt-4o", "gpt-4o-mini"]:
+        func_init, prop_init, prop_key, enum_init, enum_item, func_end = 7, 3, 3, -3, 3, 12
+    elif model in ["gpt-3.5-turbo", "gpt-4"]:
+        func_init, prop_init, prop_key, enum_init, enum_item, func_end = 10, 3, 3, -3, 3, 12
+    else:
+        raise NotImplementedError(model)
+    encoding = reference.tiktoken_encoding(tiktoken.encoding_name_for_model(model))
+    func_token_count = 0
+    if len(functions) > 0:
+        for f in functions:
+            func_token_count += func_init
+            function = f["function"]
+            f_name, f_desc = function["name"], function["description"]
+            if f_desc.endswith("."):
+                f_desc = f_desc[:-1]
+            func_token_count += len(encoding.encode(f_name + ":" + f_desc))
+            if len(function["parameters"]["properties"]) > 0:
+                func_token_count += prop_init
+                for key in list(function["parameters"]["properties"].keys()):
+                    func_token_count += prop_key
+                    prop = function["parameters"]["properties"][key]
+                    p_type, p_desc = prop["type"], prop["description"]
+                    if "enum" in prop.keys():
+                        func_token_count += enum_init
+                        for item in prop["enum"]:
+                            func_token_count += enum_item
+                            func_token_count += len(encoding.encode(item))
+                    if p_desc.endswith("."):
+                        p_desc = p_desc[:-1]
+                    func_token_count += len(encoding.encode(f"{key}:{p_type}:{p_desc}"))
+        func_token_count += func_end
+    return cookbook_count(messages, model) + func_token_count
+
+
+# the cookbook's tool example, and what it prints as counted by the OpenAI API
+TOOLS = [{"type": "function", "function": {
+    "name": "get_current_weather", "description": "Get the current weather in a given location",
+    "parameters": {"type": "object", "properties": {
+        "location": {"type": "string", "description": "The city and state, e.g. San Francisco, CA"},
+        "unit": {"type": "string", "description": "The unit of temperature to return",
+                 "enum": ["celsius", "fahrenheit"]}},
+        "required": ["location"]}}}]
+TOOL_MESSAGES = [
+    {"role": "system", "content": "You are a helpful assistant that can answer to questions about "
+     "the weather."},
+    {"role": "user", "content": "What's the weather like in San Francisco?"}]
+TOOL_API_COUNTS = {"gpt-3.5-turbo": 105, "gpt-4": 105, "gpt-4o": 101, "gpt-4o-mini": 101}
+
+
+@pytest.mark.parametrize("model", TOOL_API_COUNTS)
+def test_cookbook_tools_example(model):  # type: ignore[no-untyped-def]
+    got = edgetok.encoding_for_model(model).count_messages(TOOL_MESSAGES, model, tools=TOOLS)
+    assert got == cookbook_tools_count(TOOLS, TOOL_MESSAGES, model) == TOOL_API_COUNTS[model]
+
+
+words = st.text(st.characters(codec="utf-8", exclude_characters="<"), max_size=30)
+tools_st = st.lists(st.fixed_dictionaries({"type": st.just("function"), "function": st.fixed_dictionaries({
+    "name": st.from_regex(r"[a-z_]{1,20}", fullmatch=True), "description": words,
+    "parameters": st.fixed_dictionaries({"type": st.just("object"), "properties": st.dictionaries(
+        st.from_regex(r"[a-z_]{1,12}", fullmatch=True),
+        st.fixed_dictionaries({"type": st.sampled_from(["string", "integer", "boolean"]),
+                               "description": words},
+                              optional={"enum": st.lists(words, max_size=4)}), max_size=4)})})}),
+    max_size=3)
+
+
+@given(tools_st, messages_st, st.sampled_from(sorted(TOOL_API_COUNTS)))
+@settings(max_examples=60, deadline=None)
+def test_cookbook_tools_generated(tools, messages, model):  # type: ignore[no-untyped-def]
+    if any("<|" in m["content"] for m in messages):
+        return  # (as in test_cookbook_generated)
+    got = edgetok.encoding_for_model(model).count_messages(messages, model, tools=tools)
+    assert got == cookbook_tools_count(tools, messages, model)
+
+
 def test_openai_refusals():  # type: ignore[no-untyped-def]
     enc = edgetok.encoding_for_model("gpt-4o")
     with pytest.raises(ValueError, match="o200k_base"):
@@ -98,6 +178,12 @@ def test_openai_refusals():  # type: ignore[no-untyped-def]
     tool_call = {"role": "assistant", "content": "", "tool_calls": [{"id": "1", "type": "function"}]}
     with pytest.raises(ValueError, match="tool_calls"):
         enc.count_messages([tool_call], model="gpt-4o")
+    with pytest.raises(ValueError, match="no published token count of tool definitions"):
+        edgetok.encoding_for_model("gpt-4.1").count_messages(EXAMPLE, "gpt-4.1", tools=TOOLS)
+    broken = json.loads(json.dumps(TOOLS))
+    del broken[0]["function"]["parameters"]["properties"]["unit"]["description"]
+    with pytest.raises(ValueError, match="'unit' has no 'description'"):
+        enc.count_messages(EXAMPLE, "gpt-4o", tools=broken)
     with pytest.raises(TypeError):
         enc.count_messages("hello", model="gpt-4o")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="chat template"):
@@ -222,6 +308,8 @@ def test_cli_messages(vocab, tmp_path):  # type: ignore[no-untyped-def]
     assert count("--chat-model", "gpt-4o") == [str(cookbook_count(EXAMPLE, "gpt-4o")), str(f)]
     assert count("--chat-model", "gpt-3.5-turbo-0301") == \
         [str(cookbook_count(EXAMPLE, "gpt-3.5-turbo-0301")), str(f)]
+    f.write_text(json.dumps({"messages": TOOL_MESSAGES, "tools": TOOLS}))
+    assert count("--chat-model", "gpt-4o") == [str(TOOL_API_COUNTS["gpt-4o"]), str(f)]
     path = enc.model.source
     f.write_text(json.dumps({"messages": CHATS[1]}))
     assert count("--model", path, "--generation-prompt")[0] == \
