@@ -712,6 +712,10 @@ def info(encoding: str, model: str | None, list_: bool, verify: bool, as_json: b
     elif m.kind == "unigram":
         d["algorithm"] = ("SentencePiece Unigram: precompiled-charsmap normaliser, Viterbi over "
                           "piece scores, byte fallback as the model says")
+    elif m.kind == "wordpiece":
+        from edgetok.wordpiece import describe
+
+        d["algorithm"] = describe(m)
     else:
         d["pretokenizer"] = {
             1: f"Peek2 cl100k (regex-free, digit groups of {m.pretok_param})",

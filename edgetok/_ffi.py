@@ -396,7 +396,8 @@ class Model:
 
     def _bpe_only(self, what: str) -> None:
         if self.kind != "bpe":
-            raise ModelError(f"{what} works with BPE encodings only, not with SentencePiece "
+            family = "WordPiece" if self.kind == "wordpiece" else "SentencePiece"
+            raise ModelError(f"{what} works with BPE encodings only, not with {family} "
                              f"models ({self.source})")
         if self.regex_split:
             raise ModelError(f"{what} needs a regex-free pretokenizer; {self.source} cuts its "

@@ -199,3 +199,9 @@ def from_gguf(md: dict[str, Any], source: str, meta: dict[str, Any] | None) -> b
         meta["post"] = bert_post(cls, sep)
     return compile_vocab(vocab, specials, unk_name, cls, sep, "##", MAX_CHARS,
                          bert_flags(True, True, None, True), source)
+
+
+def describe(model: Any) -> str:
+    """One line on a loaded WordPiece model (edgetok info)."""
+    return ("BERT WordPiece: BertNormalizer and BertPreTokenizer, longest match first with "
+            f"continuations (LinMaxMatch, linear time); [UNK] is id {model.wordpiece_ids()[0]}")

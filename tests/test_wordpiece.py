@@ -31,7 +31,10 @@ LLAMA_CPP = ("llama-cpp-python", "0.3.36")
 # compatibility ideograph (NFD maps it to another), Unicode punctuation of every class (Pc, Pd,
 # Ps, Pe, Pi, Pf, Po) and the ASCII symbols BERT counts as punctuation ($+<=>^`|~), other
 # symbols, digits, whitespace of every kind, controls and format characters (clean_text drops
-# them), NUL, U+FFFD, private use, emoji with modifiers and ZWJ
+# them), NUL, U+FFFD, private use, emoji with modifiers and ZWJ; combining marks that
+# strip_accents keeps and NFD reorders (musical symbols, a virama, a Hangul tone mark, a
+# musical note that decomposes into them) among ones it drops
+
 ALPHABET = (
     "aZqXe\u00e9\u00c9\u00f1\u00df\u1e9e\u0130\u0131\u01c5\u03a3\u03c2\u0436\u05d0\u0627"
     "\u0915\u093f\u0e01\u3042\u30a2\uac00\ud55c\u1100\u4e2d\u6587\uf900\u3400\U00020000"
@@ -42,6 +45,7 @@ ALPHABET = (
     " \t\n\r\x0b\x0c\x85\xa0\u1680\u2000\u2028\u3000"
     "\x00\x01\x1f\x7f\u200b\u200d\ufeff\u00ad\ufffd\ue000"
     "\U0001f600\U0001f44d\U0001f3fd\u2764\ufe0f"
+    "\U0001d165\U0001d16d\U0001d160\u1b44\u302e\u0316\u034f"
 )
 words = st.text(alphabet=ALPHABET, max_size=14)
 texts = st.lists(st.one_of(words, st.sampled_from([" ", "  ", "\n"]),
@@ -356,3 +360,74 @@ def test_decode_and_info(minilm_pair) -> None:
     unk, cls, sep = enc.model.wordpiece_ids()
     assert (unk, cls, sep) == (100, 101, 102)
     assert enc.decode_single_token_bytes(7592) == b"hello"
+
+
+# -- exhaustive (pytest -m slow) --------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["minilm", "cased"])
+def test_every_code_point(minilm, trained, which) -> None:  # type: ignore[no-untyped-def]
+    """Each code point in words, next to an accent, alone, and between two marks that NFD
+    sorts (whether it ends their run), uncased (strip_accents) and cased."""
+    path = minilm["tokenizer.json"] if which == "minilm" else trained[CONFIGS[1]]
+    enc, ref = edgetok.load(path), hf(path)
+    cps = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    for lo in range(0, len(cps), 20000):
+        docs = [f"x{c}\u00e9{c}{c} q{c}\U0001d16d{c}\U0001d165"
+                for c in map(chr, cps[lo:lo + 20000])]
+        got = enc.encode_batch(docs)
+        for d, a, b in zip(docs, got, ref.encode_batch(docs)):
+            assert a == b.ids, hex(ord(d[1]))
+
+
+@pytest.mark.slow
+def test_tables_are_current() -> None:
+    """bert_tables.h is what gen_bert.py makes from the installed tokenizers."""
+    import subprocess
+    import sys
+
+    gen = Path(__file__).resolve().parents[1] / "csrc" / "wordpiece" / "gen_bert.py"
+    p = subprocess.run([sys.executable, str(gen), "--check"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.slow
+def test_sanitized_core(minilm, trained, corpora, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The C core under ASan/UBSan (csrc/tools/etok) on WordPiece models: real text equal to
+    tokenizers, arbitrary bytes, and verification."""
+    import os
+    import subprocess
+
+    from edgetok.compiler import compile_source
+    from test_core_sanitized import ENV, SOURCES
+
+    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        pytest.skip("no C compiler")
+    root = Path(__file__).resolve().parents[1]
+    exe = tmp_path / "etok"
+    subprocess.run([cc, "-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
+                    "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                    "-fno-omit-frame-pointer", "-Icsrc/include", "-Icsrc", *SOURCES, "-o", str(exe)],
+                   cwd=root, check=True)
+    import random
+
+    noise = bytes(random.Random(18).randrange(256) for _ in range(200000))
+    for src in (minilm["tokenizer.json"], trained[CONFIGS[1]], trained[CONFIGS[3]]):
+        model = tmp_path / "m.etok"
+        model.write_bytes(compile_source(src))
+        ref = hf(src)
+        for name, text in [*corpora.items(), ("noise", None)]:
+            f = tmp_path / "t.txt"
+            if text is None:
+                f.write_bytes(noise)
+            else:
+                f.write_text(text[:200000], encoding="utf-8")
+            p = subprocess.run([str(exe), "encode", str(model), str(f)], capture_output=True,
+                               env=ENV, timeout=300)
+            assert p.returncode == 0, p.stderr.decode()[-3000:]
+            if text is not None:
+                want = ref.encode(text[:200000], add_special_tokens=False).ids
+                assert [int(x) for x in p.stdout.split()] == want, name
+        p = subprocess.run([str(exe), "verify", str(model)], capture_output=True, env=ENV)
+        assert p.returncode == 0, p.stderr.decode()[-3000:]

