@@ -672,15 +672,36 @@ class Encoding:
         tiktoken's decode_with_offsets offset), trimmed of spaces where a tokenizer.json's
         post-processor says trim_offsets; byte_offsets[k] the same in text's UTF-8 bytes.
         Tokens a post-processor or add_special_tokens adds get (0, 0). Byte-level BPE models
-        (tiktoken's, GGUF, tokenizer.json); on a model that normalises to NFC, text must be
-        NFC already."""
+        (tiktoken's, GGUF, tokenizer.json); on a model that normalises to NFC, offsets point
+        into text as given, aligned as Hugging Face aligns NFC (edgetok._align)."""
         m = self._model
         if m.kind != "bpe":
             raise ValueError(f"{self.name}: offsets are for byte-level BPE models, not "
                              "SentencePiece ones (their normaliser rewrites the text)")
+        if self._nfc and not isinstance(text, str):
+            raise TypeError(f"text must be a str, not {type(text).__name__}")
         if self._nfc and _nfc(text) != text:
-            raise ValueError(f"{self.name} normalises text to NFC: offsets need NFC text "
-                             "(unicodedata.normalize('NFC', text))")
+            from ._align import nfc_aligned
+
+            norm, align = nfc_aligned(text)
+            ids, offs, _ = self.encode_with_offsets(
+                norm, allowed_special=allowed_special, disallowed_special=disallowed_special,
+                add_special_tokens=add_special_tokens)
+            starts = [0]  # the byte offset of each character of text
+            for c in text:
+                starts.append(starts[-1] + len(c.encode("utf-8", "surrogatepass")))
+            orig: list[tuple[int, int]] = []
+            for cs, ce in offs:
+                if cs == ce == 0 or cs >= len(align):
+                    at = 0 if cs == ce == 0 else len(text)
+                    orig.append((at, at))
+                    continue
+                a = align[cs]
+                start = a if a >= 0 else 0
+                b = align[ce - 1] if ce > cs else a
+                end = (b + 1 if b >= 0 else 0) if ce > cs else start
+                orig.append((start, max(end, start)))
+            return ids, orig, [(starts[a], starts[b]) for a, b in orig]
         ids = self.encode(text, allowed_special=allowed_special,
                           disallowed_special=disallowed_special, add_special_tokens=False)
         data = _utf8(text)
