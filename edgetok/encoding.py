@@ -168,6 +168,8 @@ class Encoding:
         # the first two characters of the special and added tokens, when few: text holding
         # none of them holds no such token, which one scan each tells
         heads = {t[:2] for t in self._matchable}
+        if len(heads) > 4:  # BERT's [PAD], [UNK], [CLS], [SEP], [MASK]: one head, "["
+            heads = {t[:1] for t in self._matchable}
         self._heads = tuple(heads) if len(heads) <= 4 else None
         self._starts = None  # see _present
         self._lens: dict[str, list[int]] = {}
@@ -294,10 +296,12 @@ class Encoding:
         if allowed_special.__class__ not in _SETS and allowed_special != "all":
             _bad_allowed(allowed_special)
         if (not allowed_special and disallowed_special == "all" and not add_bos and not add_eos
-                and not add_special_tokens and self._wrap is None and self._heads_b is not None):
+                and add_special_tokens is not True and self._heads_b is not None):
             ids = self._model.encode_text(text, self._heads_b)
             if ids is not None:
-                return ids
+                if self._wrap is None or add_special_tokens is False:
+                    return ids
+                return [*self._wrap[0], *ids, *self._wrap[1]]  # a tokenizer.json's default
         if (not allowed_special and disallowed_special == "all"
                 and not self._may_hold_special(text)):
             ids = self._model.encode(self._bytes(text))[0]

@@ -431,3 +431,14 @@ def test_sanitized_core(minilm, trained, corpora, tmp_path) -> None:  # type: ig
                 assert [int(x) for x in p.stdout.split()] == want, name
         p = subprocess.run([str(exe), "verify", str(model)], capture_output=True, env=ENV)
         assert p.returncode == 0, p.stderr.decode()[-3000:]
+
+
+def test_count_and_the_word_cache(minilm_pair, corpora) -> None:
+    """Counting fills the workspace's word cache with counts only; encoding after it (and
+    before it) gives tokenizers' ids, and counts agree with them."""
+    enc, ref = minilm_pair
+    docs = paragraphs(corpora["english"])[:30] + paragraphs(corpora["multilingual"])[:30]
+    counts = [enc.count(d) for d in docs]
+    same(enc, ref, docs)
+    assert counts == [len(ids) for ids in (ref.encode(d).ids for d in docs)]
+    assert enc.count_batch(docs) == counts

@@ -96,7 +96,7 @@ static inline int whole_char(const uint8_t *t, size_t len, size_t i)
  * The answer depends only on the piece's bytes and the workspace's model, so what the tables
  * hold never changes a result. Sizes by measurement (bench/cache.py: hit rates on repeated
  * and on unseen prose, code and multilingual text; then timed): 640 KB a workspace, fixed.
- * A Unigram model uses the first 256 KB of the short table as its word cache instead. */
+ * A Unigram or WordPiece model uses the first 256 KB of the short table as its word cache. */
 #define PIECE_CACHE 16384u /* slots (a power of 2) */
 #define PIECE_KEY 16u
 #define PIECE_IDS 3u
@@ -156,8 +156,8 @@ et_ws *et_ws_init(const et_model *m, void *mem, size_t size)
 size_t et_ws_need(const et_ws *ws) { return ws->need; }
 void *et_ws_cache(et_ws *ws, size_t *bytes)
 {
-    *bytes = 8192u * sizeof(struct piece_slot); /* 256 KB: 4096 words (unigram.c) */
-    return ws->m->kind == ET_KIND_UNIGRAM ? ws->pieces : NULL; /* BPE models: the piece cache */
+    *bytes = 8192u * sizeof(struct piece_slot); /* 256 KB (unigram.c, wordpiece.c) */
+    return ws->m->kind != ET_KIND_BPE ? ws->pieces : NULL; /* BPE models: the piece cache */
 }
 void *et_ws_mem(et_ws *ws) { return ws->mem; }
 size_t et_ws_bytes(const et_ws *ws) { return WS_PER_BYTE * (ws->cap + 1); }
@@ -621,7 +621,7 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
         *consumed = *n_out = 0;
         if (!final || ends || limit != SIZE_MAX) return final ? ET_E_ARG : ET_OK;
         rc = m->kind == ET_KIND_UNIGRAM ? et_unigram_run(ws, m, t, len, out, cap, n_out)
-                                        : et_wordpiece_run(m, t, len, out, cap, n_out);
+                                        : et_wordpiece_run(ws, m, t, len, out, cap, n_out);
         if (rc == ET_OK) *consumed = len;
         else *n_out = 0;
         return rc;

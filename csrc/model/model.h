@@ -212,8 +212,9 @@ int et_bpe_tables(const struct et_model *m, uint32_t *split, uint32_t *prefix, u
 void *et_ws_mem(struct et_ws *ws);
 size_t et_ws_bytes(const struct et_ws *ws);
 void et_ws_set_need(struct et_ws *ws, size_t need);
-/* Unigram models: the workspace's cache memory (64-byte aligned, zeroed by et_ws_init, kept
- * between calls) and its size in bytes; NULL for BPE models, whose piece cache it is. */
+/* Unigram and WordPiece models: the workspace's cache memory (64-byte aligned, zeroed by
+ * et_ws_init, kept between calls) and its size in bytes; NULL for BPE models, whose piece
+ * cache it is. */
 void *et_ws_cache(struct et_ws *ws, size_t *bytes);
 
 /* Whether a key of the precompiled charsmap cm[0..size) is the byte b alone or starts with b
@@ -228,8 +229,8 @@ int et_unigram_run(struct et_ws *ws, const struct et_model *m, const uint8_t *te
                    uint32_t *out, size_t cap, size_t *n_out);
 
 /* WordPiece encoding of text[0..len) (complete) into out[0..cap) / counting (out NULL). */
-int et_wordpiece_run(const struct et_model *m, const uint8_t *text, size_t len, uint32_t *out,
-                     size_t cap, size_t *n_out);
+int et_wordpiece_run(struct et_ws *ws, const struct et_model *m, const uint8_t *text,
+                     size_t len, uint32_t *out, size_t cap, size_t *n_out);
 
 /* What a model family adds to the common image (et_compile_image): its kind, pretokenizer,
  * flags, pattern, byte ids, extra sections; keys (if nk): the trie's keys and their values,

@@ -149,6 +149,11 @@ def render(version: str, cls: list[int], maps: list[tuple[str | None, str | None
         out.append("    " + ",".join(map(str, stage1[i:i + 16])) + ",")
     out.append("};")
     flat = [x for blk in blocks for x in blk]
+    out.append("/* the class bits of the ASCII characters (the records' cls, for the fast path) */")
+    out.append("static const uint8_t et_bert_ascii[128] = {")
+    for i in range(0, 128, 16):
+        out.append("    " + ",".join(str(cls[c]) for c in range(i, i + 16)) + ",")
+    out.append("};")
     out.append(f"static const uint16_t et_bert_stage2[{len(flat)}] = {{")
     for i in range(0, len(flat), 16):
         out.append("    " + ",".join(map(str, flat[i:i + 16])) + ",")

@@ -15,7 +15,11 @@
  *    cell's precomputed failure pops are emitted and the walk goes on from its failure link,
  *    so every byte is stepped over once and each failure emits a token: linear time. A word
  *    that cannot be matched, or has more than max_chars characters, is one [UNK].
- * Nothing is allocated and no text is buffered: the state is a trie cell and a few counters.
+ * Words of up to 16 bytes (most of them) are looked up first in a cache of their ids in the
+ * caller's workspace (et_ws_cache: 8192 slots, direct-mapped); a miss walks the trie and
+ * fills the slot. What a slot holds depends only on the word's bytes and the workspace's
+ * model, so the cache never changes a result.
+ * Nothing is allocated; the state is a trie cell, a few counters and the current short word.
  */
 #include <string.h>
 
@@ -33,6 +37,15 @@
 #define C_REORDER 64u
 #define C_MARK 128u
 #define PENDING 32 /* marks of one run held for sorting; a longer run is sorted in parts */
+#define KEY 16u    /* words of up to KEY bytes are cached */
+#define IDS 3u     /* with up to IDS ids */
+#define NO_IDS 0x80000000u /* in a slot's info: only the count is known (filled by counting) */
+
+typedef struct {
+    uint64_t key[2];   /* the word's bytes, zero-padded */
+    uint32_t info;     /* length | id count << 8 | NO_IDS; 0 = empty */
+    uint32_t ids[IDS];
+} wp_slot;
 
 static inline const et_bert_rec *rec_of(uint32_t cp)
 {
@@ -49,6 +62,11 @@ typedef struct {
     int in_word, unk, rc;
     unsigned n_pend;           /* strip_accents: kept marks of the current run, unsorted */
     uint32_t pend[PENDING];    /* code point << 8 | combining class */
+    wp_slot *cache;            /* NULL: none */
+    size_t n_slots;            /* a power of 2 */
+    unsigned wlen;             /* the word's bytes so far, while they fit key (then not walked) */
+    int walking;               /* the word is being walked (too long for the cache) */
+    union { uint8_t b[KEY]; uint64_t w[2]; } key;
 } wp;
 
 static inline void emit(wp *s, uint32_t id)
@@ -103,9 +121,42 @@ static inline void step(wp *s, uint8_t c)
     }
 }
 
+static inline void walk_key(wp *s)
+{
+    s->walking = 1;
+    for (unsigned i = 0; i < s->wlen && !s->unk && s->rc == ET_OK; i++) step(s, s->key.b[i]);
+}
+
+static inline wp_slot *slot_of(const wp *s)
+{
+    uint64_t h = (s->key.w[0] * 0x9E3779B97F4A7C15ull) ^ (s->key.w[1] * 0xC2B2AE3D27D4EB4Full);
+    h ^= s->wlen;
+    return &s->cache[(h ^ (h >> 29)) & (s->n_slots - 1u)];
+}
+
 static void end_word(wp *s)
 {
     if (!s->in_word) return;
+    wp_slot *slot = NULL;
+    if (!s->walking) { /* a short word: its ids from the cache, or walk it and keep them */
+        slot = slot_of(s);
+        if ((slot->info & 0xFFu) == s->wlen && slot->key[0] == s->key.w[0] &&
+            slot->key[1] == s->key.w[1] && (!s->out || !(slot->info & NO_IDS))) {
+            uint32_t k = (slot->info >> 8) & 0xFFu;
+            if (s->out) {
+                for (uint32_t x = 0; x < k; x++) emit(s, slot->ids[x]);
+            } else {
+                s->n += k;
+            }
+            s->in_word = s->unk = 0;
+            s->u = 0;
+            s->chars = s->bytes = s->pops = 0;
+            s->wlen = 0;
+            s->key.w[0] = s->key.w[1] = 0;
+            return;
+        }
+        walk_key(s);
+    }
     while (!s->unk && s->rc == ET_OK && s->u != s->m->wp.cont) {
         uint32_t f = fail(s, s->u);
         if (f == ET_NONE) s->unk = 1;
@@ -115,9 +166,19 @@ static void end_word(wp *s)
         s->n = s->word_n;
         emit(s, s->m->wp.unk_id);
     }
+    if (slot && s->rc == ET_OK && s->n - s->word_n <= IDS) {
+        size_t k = s->n - s->word_n;
+        slot->key[0] = s->key.w[0];
+        slot->key[1] = s->key.w[1];
+        slot->info = s->wlen | (uint32_t)k << 8 | (s->out ? 0u : NO_IDS);
+        for (size_t x = 0; x < k; x++) slot->ids[x] = s->out ? s->out[s->word_n + x] : 0;
+    }
     s->in_word = s->unk = 0;
     s->u = 0;
     s->chars = s->bytes = s->pops = 0;
+    s->walking = !s->cache;
+    s->wlen = 0;
+    s->key.w[0] = s->key.w[1] = 0;
 }
 
 /* One character of the word (its UTF-8 bytes). */
@@ -128,6 +189,14 @@ static inline void feed(wp *s, const uint8_t *p, size_t k)
         s->word_n = s->n;
     }
     if (++s->chars > s->m->wp.max_chars) s->unk = 1;
+    if (!s->walking) {
+        if (s->wlen + k <= KEY) {
+            memcpy(s->key.b + s->wlen, p, k);
+            s->wlen += (unsigned)k;
+            return;
+        }
+        walk_key(s);
+    }
     for (size_t i = 0; i < k && !s->unk; i++) step(s, p[i]);
 }
 
@@ -225,8 +294,8 @@ static void put_string(wp *s, const uint8_t *p, size_t len, int nfd)
     }
 }
 
-int et_wordpiece_run(const et_model *m, const uint8_t *t, size_t len, uint32_t *out, size_t cap,
-                     size_t *n_out)
+int et_wordpiece_run(et_ws *ws, const et_model *m, const uint8_t *t, size_t len, uint32_t *out,
+                     size_t cap, size_t *n_out)
 {
     static const uint8_t space = ' ', fffd[3] = {0xEF, 0xBF, 0xBD};
     wp s;
@@ -234,11 +303,65 @@ int et_wordpiece_run(const et_model *m, const uint8_t *t, size_t len, uint32_t *
     s.m = m;
     s.out = out;
     s.cap = cap;
+    if (ws) {
+        size_t bytes = 0;
+        s.cache = et_ws_cache(ws, &bytes);
+        s.n_slots = bytes / sizeof(wp_slot);
+        while (s.n_slots & (s.n_slots - 1u)) s.n_slots &= s.n_slots - 1u;
+        if (!s.n_slots) s.cache = NULL;
+    }
+    s.walking = !s.cache;
     const uint32_t fl = m->wp.flags;
     const int clean = (fl & ET_WP_CLEAN) != 0, cjk = (fl & ET_WP_CJK) != 0;
     const int map = (fl & ET_WP_STRIP) ? ((fl & ET_WP_LOWER) ? 2 : 1) : (fl & ET_WP_LOWER) ? 0 : -1;
+    const int lower = (fl & ET_WP_LOWER) != 0;
     for (size_t i = 0; i < len && s.rc == ET_OK;) {
         size_t k;
+        if (t[i] < 0x80u) { /* a run of ASCII: a character a byte, classes from a table */
+            if (s.n_pend) flush(&s); /* (ASCII characters are starters) */
+            /* the classes that end a word (what clean_text drops does not) */
+            const unsigned ends = C_SPACE | C_PUNCT | (clean ? C_WS : 0u), drop = clean ? C_CTRL : 0u;
+            do {
+                uint8_t c = t[i];
+                unsigned cls = et_bert_ascii[c];
+                if (!s.in_word && !cls && s.cache) { /* a whole ASCII word: at once */
+                    size_t j = i + 1;
+                    while (j < len && t[j] < 0x80u && !et_bert_ascii[t[j]]) j++;
+                    if (j - i <= KEY && j - i <= m->wp.max_chars &&
+                        (j == len || (t[j] < 0x80u && (et_bert_ascii[t[j]] & ends) &&
+                                      !(et_bert_ascii[t[j]] & drop)))) {
+                        s.in_word = 1;
+                        s.word_n = s.n;
+                        s.wlen = (unsigned)(j - i);
+                        s.chars = j - i;
+                        for (size_t x = 0; x < j - i; x++) {
+                            uint8_t b = t[i + x];
+                            s.key.b[x] = lower && (unsigned)(b - 'A') < 26u ? (uint8_t)(b + 32u) : b;
+                        }
+                        end_word(&s);
+                        i = j - 1;
+                        continue;
+                    }
+                }
+                if (cls & (C_CTRL | C_WS | C_SPACE | C_PUNCT)) {
+                    if (clean && (cls & C_CTRL)) continue;
+                    if ((clean && (cls & C_WS)) || (cls & C_SPACE)) {
+                        end_word(&s);
+                        continue;
+                    }
+                }
+                if (lower && (unsigned)(c - 'A') < 26u) c = (uint8_t)(c + ('a' - 'A'));
+                if (cls & C_PUNCT) end_word(&s);
+                if (s.in_word && !s.walking && s.wlen < KEY && s.chars < m->wp.max_chars) {
+                    s.key.b[s.wlen++] = c; /* the common case: a letter of a short word */
+                    s.chars++;
+                } else {
+                    feed(&s, &c, 1);
+                }
+                if (cls & C_PUNCT) end_word(&s);
+            } while (++i < len && t[i] < 0x80u);
+            continue;
+        }
         uint32_t cp = et_utf8_decode(t, len, i, &k);
         const uint8_t *p = t + i;
         if (cp == 0xFFFFFFFFu) {
