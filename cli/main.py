@@ -227,9 +227,17 @@ def resolve_jobs(jobs: int | None) -> int:
               "GGUF files).")
 @add_special_option
 @jobs_option
+@click.option("--pair", metavar="FILE2", help="Encode FILE and FILE2 as a sentence pair, as "
+              "Hugging Face's tokenizer(text, pair): the post-processor's pair template ([CLS] A "
+              "[SEP] B [SEP] for BERT models); -f json also gives type_ids and attention_mask.")
+@click.option("--max-length", type=click.IntRange(0), metavar="N",
+              help="Truncate to N ids, the added tokens included (as Hugging Face's truncation; "
+              "with --pair or alone).")
+@click.option("--truncation", type=click.Choice(["longest_first", "only_first", "only_second"]),
+              default="longest_first", show_default=True, help="Which text --max-length cuts.")
 def encode(file: str, encoding: str, model: str | None, fmt: str, allow_special: bool,
            special_as_text: bool, errors: str, bos: bool, eos: bool, add_special: bool | None,
-           jobs: int | None) -> None:
+           jobs: int | None, pair: str | None, max_length: int | None, truncation: str) -> None:
     """Print the token ids of FILE (default: stdin).
 
     Large inputs stream with bounded memory and give the same ids as encoding the whole text.
@@ -244,12 +252,16 @@ def encode(file: str, encoding: str, model: str | None, fmt: str, allow_special:
       edgetok encode prompt.txt --allow-special --format tokens
       edgetok encode --model xlm-roberta.model --bos --eos query.txt
       edgetok encode --model Qwen/Qwen2.5-7B-Instruct --no-add-special-tokens q.txt
+      edgetok encode --model bge.etok query.txt --pair passage.txt --max-length 512
     """
     import itertools
 
     from edgetok.stream import encode_stream
 
     enc = load_encoding(encoding, model)
+    if pair is not None or max_length is not None:
+        encode_pair(enc, file, pair, fmt, errors, add_special, max_length, truncation)
+        return
     before, after = enc._special_wrap(add_special)
     try:
         head = [[*before, *([enc._bos_eos("bos")] if bos else [])]]
@@ -293,6 +305,25 @@ def encode(file: str, encoding: str, model: str | None, fmt: str, allow_special:
         out.write("]\n")
     elif fmt == "ids" and not first:
         out.write("\n")
+    out.flush()
+
+
+def encode_pair(enc: "edgetok.Encoding", file: str, pair: str | None, fmt: str, errors: str,
+                add_special: bool | None, max_length: int | None, truncation: str) -> None:
+    """encode --pair / --max-length: the whole texts through Encoding.encode_pair."""
+    if fmt == "tokens":
+        raise Failure("--pair and --max-length print ids (-f ids) or JSON (-f json)")
+    if pair == file == "-":
+        raise Failure("--pair: FILE and FILE2 cannot both be stdin")
+    text = "".join(text_chunks(file, errors))
+    second = None if pair is None else "".join(text_chunks(pair, errors))
+    try:
+        got = enc.encode_pair(text, second, add_special_tokens=add_special is not False,
+                              max_length=max_length, truncation=truncation)
+    except ValueError as e:
+        raise Failure(str(e).split("\n")[0]) from None
+    out = Output()
+    out.write(json.dumps(got) + "\n" if fmt == "json" else " ".join(map(str, got["ids"])) + "\n")
     out.flush()
 
 
@@ -610,13 +641,17 @@ def chunk(file: str, max_tokens: int, overlap: int, boundary: str, fmt: str, enc
               help="SentencePiece .model: the ids Hugging Face's XLM-RoBERTa tokenizers give "
               "(fairseq's dictionary: <s> 0, <pad> 1, </s> 2, <unk> 3, every other piece one up, "
               "<mask> last).")
+@click.option("--lowercase/--no-lowercase", default=None,
+              help="A WordPiece vocab.txt: whether BertNormalizer lowercases (and strips accents); "
+              "default: do_lower_case of a tokenizer_config.json beside it, else yes.")
 def compile_(vocab: str, output: str, specials: tuple[str, ...], pretokenizer: str,
-             pattern: str | None, fairseq_ids: bool) -> None:
+             pattern: str | None, fairseq_ids: bool, lowercase: bool | None) -> None:
     """Compile a vocabulary into an .etok model, for --model on every command and
     edgetok.load(): a tiktoken file (base64 token and rank per line; gzip is fine), a GGUF
     model file or a Hugging Face tokenizer.json with byte-level BPE (GPT-2, Llama-3, Qwen2
     and the like; other pre-tokenizer patterns run through the `regex` module), or a
-    SentencePiece Unigram .model (XLM-R, T5, ALBERT and their fine-tunes). --model also takes
+    SentencePiece Unigram .model (XLM-R, T5, ALBERT and their fine-tunes), or a BERT WordPiece
+    model (a tokenizer.json, a vocab.txt, a "bert" GGUF: MiniLM, bge, e5). --model also takes
     these files directly, compiling them on first use into ~/.cache/edgetok/models
     (keyed on path, size and modification time; EDGETOK_NO_CACHE=1 compiles every time).
 
@@ -627,6 +662,8 @@ def compile_(vocab: str, output: str, specials: tuple[str, ...], pretokenizer: s
       edgetok compile Qwen2.5-7B/tokenizer.json -o qwen.etok
       edgetok compile spiece.model -o spiece.etok
       edgetok compile xlm-roberta/sentencepiece.bpe.model --fairseq-ids -o xlmr.etok
+      edgetok compile all-MiniLM-L6-v2/tokenizer.json -o minilm.etok
+      edgetok compile bert-base-cased/vocab.txt --no-lowercase -o cased.etok
       edgetok encode --model llama3.etok notes.txt
     """
     from edgetok.compiler import compile_source
@@ -639,7 +676,7 @@ def compile_(vocab: str, output: str, specials: tuple[str, ...], pretokenizer: s
         spec[name] = int(num)
     try:
         image = compile_source(vocab, specials=spec, pretokenizer=pretokenizer, pattern=pattern,
-                               fairseq_ids=fairseq_ids)
+                               fairseq_ids=fairseq_ids, lowercase=lowercase)
     except FileNotFoundError:
         raise Failure(f"{vocab}: no such file") from None
     except (ValueError, OSError) as e:

@@ -18,7 +18,8 @@ def cached_key(what: str) -> Path | None:
 
     here = Path(__file__).parent
     tools = sorted(here.glob("_native*")) + [here / f for f in (
-        "compiler.py", "hf.py", "spm.py", "gguf.py", "construct.py", "cache.py")]
+        "compiler.py", "hf.py", "spm.py", "gguf.py", "construct.py", "cache.py", "wordpiece.py",
+        "pairs.py")]
     stamp = ",".join(str(t.stat().st_mtime_ns) for t in tools if t.exists())
     key = f"{what}\0{__version__}\0{stamp}"
     return cache_dir() / "models" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".etok")

@@ -168,9 +168,9 @@ class Encoding:
         # the first two characters of the special and added tokens, when few: text holding
         # none of them holds no such token, which one scan each tells
         heads = {t[:2] for t in self._matchable}
-        if len(heads) > 4:  # BERT's [PAD], [UNK], [CLS], [SEP], [MASK]: one head, "["
+        if len(heads) > 8:  # many specials that share their first character: that character
             heads = {t[:1] for t in self._matchable}
-        self._heads = tuple(heads) if len(heads) <= 4 else None
+        self._heads = tuple(heads) if len(heads) <= 8 else None
         self._starts = None  # see _present
         self._lens: dict[str, list[int]] = {}
         # special tokens whose id the model lacks (tiktoken's p50k_edit, o200k_harmony, ...):
@@ -353,6 +353,20 @@ class Encoding:
                     [g["eos"]] if g["add_eos"] and g["eos"] is not None else [])
         return [], []
 
+    def _template(self, pair: bool) -> "list[Any] | None":
+        """The post-processor's template for one text or a pair, as edgetok.pairs items."""
+        return (self._post or {}).get("pair_items" if pair else "single_items")
+
+    def encode_pair(self, text: str, pair: str | None = None, **kw: Any) -> "dict[str, list[int]]":
+        """{"ids", "type_ids", "attention_mask"} of text and pair as Hugging Face's
+        tokenizer.encode(text, pair): the post-processor's pair template ([CLS] A [SEP] B [SEP],
+        type ids 0 then 1), truncation to max_length=N (truncation="longest_first",
+        "only_first", "only_second"; direction), padding=True to max_length,
+        pad_to_multiple_of (see edgetok.pairs.encode_pair)."""
+        from .pairs import encode_pair
+
+        return encode_pair(self, text, pair, **kw)
+
     def special_tokens_added(self, add_special_tokens: bool | None = None) -> "dict[str, Any]":
         """What encode(text, add_special_tokens=...) puts around the text's ids: {"before":
         ids, "after": ids, "by": what says so}."""
@@ -372,11 +386,13 @@ class Encoding:
         """len(encode(text, ...)) without building the list of ids."""
         if allowed_special.__class__ not in _SETS and allowed_special != "all":
             _bad_allowed(allowed_special)
-        if (not allowed_special and disallowed_special == "all" and not add_special_tokens
-                and self._wrap is None and self._heads_b is not None):
+        if (not allowed_special and disallowed_special == "all"
+                and add_special_tokens is not True and self._heads_b is not None):
             n = self._model.count_text(text, self._heads_b)
             if n is not None:
-                return n
+                if self._wrap is None or add_special_tokens is False:
+                    return n
+                return n + len(self._wrap[0]) + len(self._wrap[1])
         n = self._count(text, allowed_special, disallowed_special, 1)
         if add_special_tokens is not False and (self._wrap is not None or add_special_tokens):
             before, after = self._special_wrap(add_special_tokens)

@@ -26,11 +26,15 @@ def bert_flags(clean_text: bool, chinese: bool, strip_accents: bool | None, lowe
 
 
 def bert_post(cls: int | None, sep: int | None) -> dict[str, Any] | None:
-    """BertProcessing's [CLS] ... [SEP], in the form hf.post_processor gives."""
+    """BertProcessing's [CLS] ... [SEP], in the form hf.post_processor gives, with the
+    templates of edgetok.pairs."""
     if cls is None or sep is None:
         return None
+    from .pairs import bert_items
+
     return {"template": [cls, None, sep], "trim": False, "prefix_space": False,
-            "kinds": ["BertProcessing"]}
+            "kinds": ["BertProcessing"], "single_items": bert_items(cls, sep, False),
+            "pair_items": bert_items(cls, sep, True)}
 
 
 def compile_vocab(vocab: list[tuple[str, int]], specials: list[tuple[str, int]], unk: str,
@@ -111,6 +115,17 @@ def from_tokenizer_json(spec: dict[str, Any], source: str,
     if type(unk) is not str or type(prefix) is not str:
         raise ModelError(f"{source}: unk_token and continuing_subword_prefix must be strings")
     post = post_processor(spec.get("post_processor"), source)
+    if post is not None:  # the templates for pairs (edgetok.pairs)
+        from .pairs import template_items
+
+        raw = spec.get("post_processor")
+        sp = {k: v.get("ids") for k, v in (raw.get("special_tokens") or {}).items()
+              if isinstance(v, dict)} if isinstance(raw, dict) else {}
+        try:
+            post["single_items"] = template_items(raw, "single", sp)
+            post["pair_items"] = template_items(raw, "pair", sp)
+        except (KeyError, TypeError, ValueError, IndexError):
+            raise ModelError(f"{source}: the post-processor's templates are malformed") from None
     t = post["template"] if post else [None]
     cls, sep = (t[0], t[2]) if len(t) == 3 and t[1] is None else (None, None)
     if meta is not None:

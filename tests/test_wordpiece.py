@@ -442,3 +442,71 @@ def test_count_and_the_word_cache(minilm_pair, corpora) -> None:
     same(enc, ref, docs)
     assert counts == [len(ids) for ids in (ref.encode(d).ids for d in docs)]
     assert enc.count_batch(docs) == counts
+
+
+# -- pairs, truncation, padding (edgetok.pairs) -------------------------------------------
+
+def test_pairs_truncation_padding(minilm, trained, corpora) -> None:  # type: ignore[no-untyped-def]
+    """encode_pair against tokenizers' encode(a, b) with truncation and padding enabled: ids,
+    type ids and attention mask, for TemplateProcessing (MiniLM) and BertProcessing (trained),
+    every strategy and direction, with and without special tokens, limits below the template's
+    own tokens included; where tokenizers refuses, so does edgetok."""
+    import random
+
+    rng = random.Random(18)
+    text = corpora["english"] + corpora["multilingual"]
+    for path in (minilm["tokenizer.json"], trained[CONFIGS[0]]):
+        enc = edgetok.load(path)
+        for strategy in ("longest_first", "only_first", "only_second"):
+            for direction in ("right", "left"):
+                for max_length in (2, 3, 7, 128):
+                    ref = hf(path)
+                    ref.enable_truncation(max_length, strategy=strategy, direction=direction)
+                    multiple = rng.choice([None, 8])
+                    ref.enable_padding(length=max_length, pad_to_multiple_of=multiple,
+                                       direction=direction)
+                    for _ in range(2):
+                        i, j = rng.randrange(len(text) - 900), rng.randrange(len(text) - 900)
+                        a, b = text[i:i + rng.randrange(1, 600)], text[j:j + rng.randrange(1, 600)]
+                        for pair in (b, None):
+                            for add in (True, False):
+                                try:
+                                    r = ref.encode(a, pair, add_special_tokens=add)
+                                    want = {"ids": r.ids, "type_ids": r.type_ids,
+                                            "attention_mask": r.attention_mask}
+                                except Exception:  # noqa: BLE001 - tokenizers' refusal
+                                    want = None
+                                try:
+                                    got = enc.encode_pair(
+                                        a, pair, add_special_tokens=add, max_length=max_length,
+                                        truncation=strategy, direction=direction, padding=True,
+                                        pad_to_multiple_of=multiple, padding_side=direction)
+                                except ValueError:
+                                    got = None
+                                assert got == want, (strategy, direction, max_length, add)
+
+
+def test_cli(minilm, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """edgetok compile / encode --model / --pair / count on a WordPiece model."""
+    import subprocess
+    import sys
+
+    def run(*args: str) -> str:
+        p = subprocess.run([sys.executable, "-m", "edgetok_cli.main", *args], capture_output=True,
+                           text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    model = tmp_path / "minilm.etok"
+    run("compile", str(minilm["tokenizer.json"]), "-o", str(model))
+    q, d = tmp_path / "q.txt", tmp_path / "d.txt"
+    q.write_text("What is WordPiece?")
+    d.write_text("A greedy longest-match-first tokenizer, from BERT.")
+    ref = hf(minilm["tokenizer.json"])
+    assert run("encode", "--model", str(model), str(q)).split() == list(map(str, ref.encode(q.read_text()).ids))
+    got = json.loads(run("encode", "--model", str(model), str(q), "--pair", str(d), "-f", "json"))
+    want = ref.encode(q.read_text(), d.read_text())
+    assert (got["ids"], got["type_ids"]) == (want.ids, want.type_ids)
+    assert int(run("count", "--model", str(model), str(q)).split()[0]) == len(want.ids) - len(
+        ref.encode(d.read_text(), add_special_tokens=False).ids) - 1
+    assert "WordPiece" in run("info", "--model", str(model))
