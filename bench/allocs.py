@@ -24,7 +24,7 @@ import reference  # noqa: E402
 import edgetok  # noqa: E402
 
 SOURCES = ["csrc/tools/etok.c", "csrc/model/model.c", "csrc/model/compile.c", "csrc/bpe/bpe.c",
-           "csrc/unigram/unigram.c",
+           "csrc/unigram/unigram.c", "csrc/automata/automata.c",
            "csrc/wordpiece/wordpiece.c", "csrc/wordpiece/wp_compile.c"]
 
 

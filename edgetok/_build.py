@@ -10,7 +10,7 @@ from cffi import FFI
 ROOT = Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
 SOURCES = ["model/model.c", "model/compile.c", "bpe/bpe.c", "unigram/unigram.c",
-           "wordpiece/wordpiece.c", "wordpiece/wp_compile.c"]
+           "wordpiece/wordpiece.c", "wordpiece/wp_compile.c", "automata/automata.c"]
 
 CDEF = """
 typedef struct et_model et_model;
@@ -102,6 +102,18 @@ int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, 
                    uint32_t flags, const char *pattern,
                    uint8_t **out, size_t *out_len);    /* vocabulary -> .etok image */
 void et_free(void *p);
+int et_valid_pair(const et_model *m, uint32_t a, uint32_t b);
+typedef struct et_automaton et_automaton;
+#define ET_AUT_CANONICAL ...
+int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *accept,
+                       uint32_t n, unsigned flags, et_automaton **out);  /* byte DFA x trie */
+void et_automaton_free(et_automaton *a);
+uint32_t et_automaton_rows(const et_automaton *a);
+size_t et_automaton_bytes(const et_automaton *a);
+int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token);  /* -1: no */
+int et_automaton_accepting(const et_automaton *a, int64_t state);
+int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, size_t cap,
+                         uint8_t *bits, size_t nbytes, size_t *n);  /* ids and/or bitset */
 int et_is_canonical(et_ws *ws, const uint32_t *ids, size_t n, char *buf, size_t cap,
                     int *verdict);            /* encode(decode(ids)) == ids, no encoding */
 """

@@ -744,6 +744,51 @@ def compile_unigram(pieces: list[bytes], scores: list[float], types: bytes, char
         lib.et_free(out[0])
 
 
+class NativeAutomaton:
+    """A token-level automaton built in C (et_automaton_build) from a byte DFA over a model."""
+
+    def __init__(self, model: Model, trans: "Sequence[int]", accept: "Sequence[bool]",
+                 canonical: bool) -> None:
+        n = len(accept)
+        t = ffi.new("int32_t[]", list(trans))
+        acc = ffi.new("uint8_t[]", [1 if x else 0 for x in accept])
+        out = ffi.new("et_automaton **")
+        rc = lib.et_automaton_build(model._h, t, acc, n, lib.ET_AUT_CANONICAL if canonical else 0,
+                                    out)
+        if rc == lib.ET_E_ARG:
+            raise ValueError("this model has no token automata" + (
+                " in canonical mode (it needs backtracking tables and a C pretokenizer)"
+                if canonical else " (BPE models only)"))
+        check(rc, "regex_automaton")
+        self._model = model  # keeps the model alive while the automaton is
+        self.bytes: int = lib.et_automaton_bytes(out[0])
+        self._a = ffi.gc(out[0], lib.et_automaton_free, size=self.bytes)
+        self.rows: int = lib.et_automaton_rows(self._a)
+        self.n_vocab = model.n_vocab
+
+    def next(self, state: int, token: int) -> int:
+        if not 0 <= token < 1 << 32:
+            return -1
+        return int(lib.et_automaton_next(self._a, state, token))
+
+    def accepting(self, state: int) -> bool:
+        return bool(lib.et_automaton_accepting(self._a, state))
+
+    def allowed_ids(self, state: int) -> list[int]:
+        n = ffi.new("size_t *")
+        check(lib.et_automaton_allowed(self._a, state, ffi.NULL, 0, ffi.NULL, 0, n), "allowed_ids")
+        ids = ffi.new("uint32_t[]", max(n[0], 1))
+        check(lib.et_automaton_allowed(self._a, state, ids, n[0], ffi.NULL, 0, n), "allowed_ids")
+        return list(ids[0:n[0]])
+
+    def allowed_into(self, state: int, buf: object) -> int:
+        """The bitset of state into buf (a writable buffer of (n_vocab + 7) // 8 bytes or more);
+        returns the number of allowed ids."""
+        b, n = ffi.from_buffer("uint8_t[]", buf, require_writable=True), ffi.new("size_t *")
+        check(lib.et_automaton_allowed(self._a, state, ffi.NULL, 0, b, len(b), n), "allowed")
+        return int(n[0])
+
+
 def compile_wordpiece(tokens: list[tuple[bytes, int]], specials: list[tuple[bytes, int]],
                       prefix: str, unk: int, cls: int | None, sep: int | None, max_chars: int,
                       flags: int, source: str = "WordPiece vocabulary") -> bytes:

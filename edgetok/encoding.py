@@ -7,6 +7,7 @@ if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are stri
     from typing import AbstractSet, Any, Collection, Iterator, Literal, Sequence
 
     from .budget import AppendCounter, RangeCounter
+    from .automata import TokenAutomaton
 
 from ._ffi import Model
 
@@ -557,6 +558,14 @@ class Encoding:
                     run.append(t)
             return b"".join(out) + (self._model.decode(run) if run else b"")
         return self._model.decode(tokens)
+
+    def regex_automaton(self, pattern: str, canonical: bool = False) -> "TokenAutomaton":
+        """A token-level automaton for constrained decoding: the tokens that keep the text a
+        prefix of a string matching pattern (a whole-text match; see edgetok.automata for the
+        syntax and for what canonical=True guarantees). BPE models only."""
+        from .automata import TokenAutomaton
+
+        return TokenAutomaton(self, pattern, canonical)
 
     def is_canonical(self, tokens: Sequence[int]) -> bool:
         """True iff encode_ordinary(decode_bytes(tokens)) == tokens (bytes that are not UTF-8

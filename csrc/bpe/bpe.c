@@ -1241,3 +1241,11 @@ int et_is_canonical(et_ws *ws, const uint32_t *ids, size_t n, char *buf, size_t 
     *verdict = 1;
     return ET_OK;
 }
+
+int et_valid_pair(const et_model *m, uint32_t a, uint32_t b)
+{
+    if (!m || m->kind != ET_KIND_BPE || !(m->flags & ET_FLAG_BACKTRACK) || a >= m->n_vocab ||
+        b >= m->n_vocab || m->tnode[a] == ET_NONE || m->tnode[b] == ET_NONE)
+        return 0;
+    return valid_pair(m, a, b);
+}

@@ -270,6 +270,40 @@ int et_decode_part(const et_model *m, const uint32_t *ids, size_t n, unsigned fl
 int et_is_canonical(et_ws *ws, const uint32_t *ids, size_t n, char *buf, size_t cap,
                     int *verdict);
 
+/* 1 if BPE of token a's bytes followed by token b's gives exactly [a, b] (both ordinary
+ * tokens of a model where et_model_backtracks() is 1), else 0. */
+int et_valid_pair(const et_model *m, uint32_t a, uint32_t b);
+
+/* ---- token-level automata (constrained decoding) ----------------------------------------- */
+
+typedef struct et_automaton et_automaton;
+#define ET_AUT_CANONICAL 1u /* allow only tokens that BPE could put after the last one */
+
+/* Builds the token automaton of a byte DFA over model m's ordinary tokens (BPE models): n
+ * states, trans[256 * q + byte] the next state or -1, accept[q]; state 0 is the start and
+ * every other state must be able to reach acceptance. A token is allowed where the DFA reads
+ * all its bytes. ET_AUT_CANONICAL needs backtracking tables and a C pretokenizer (else
+ * ET_E_ARG). Allocates (ET_E_NOMEM); *out is read-only, freed with et_automaton_free. */
+int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *accept,
+                       uint32_t n, unsigned flags, et_automaton **out);
+void et_automaton_free(et_automaton *a);
+
+/* The DFA states that token boundaries reach (rows), and the bytes the automaton holds. */
+uint32_t et_automaton_rows(const et_automaton *a);
+size_t et_automaton_bytes(const et_automaton *a);
+
+/* The state after token from state (0 is the start), or -1 when the token is not allowed. */
+int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token);
+
+/* 1 if the text read to state is in the language (the DFA state accepts), else 0. */
+int et_automaton_accepting(const et_automaton *a, int64_t state);
+
+/* The allowed tokens of state: ascending ids to ids[0..cap) (NULL, 0: count only), and as a
+ * bitset (bit i of bits[i / 8], least significant first; nbytes >= (n_vocab + 7) / 8) unless
+ * bits is NULL; *n = their number. ET_E_FULL when cap is short. No allocation. */
+int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, size_t cap,
+                         uint8_t *bits, size_t nbytes, size_t *n);
+
 /* ---- compiling ----------------------------------------------------------------------- */
 
 /* Builds an .etok BPE model where rank == id (tiktoken files; imported merges are checked to

@@ -1,0 +1,380 @@
+/* csrc/automata: token-level automata over a BPE model's trie, for constrained decoding.
+ *
+ * The caller gives a DFA over bytes (from a regular expression; every state but perhaps the
+ * start can still reach acceptance). Building walks the model's trie once per DFA state that
+ * a token boundary can reach, in step with the DFA, and keeps for that state the tokens whose
+ * bytes the DFA can read (the mask) and the state each leads to: rows of (id, next row),
+ * ascending ids. Stepping is a binary search in a row; a mask is a memset and one bit per
+ * allowed id. Nothing is allocated after building; an automaton is read-only, so any number
+ * of threads may use it.
+ *
+ * Canonical automata (ET_AUT_CANONICAL) also carry the last token in the state (row *
+ * (n_vocab + 1) + last + 1) and allow a token t after token l only where BPE could put them
+ * side by side: (l, t) is a valid pair (the backtracking encoder's test: same piece), or the
+ * pretokenizer may cut between them (a different piece; see probe()).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../model/model.h"
+#include "../unicode/ucd.h"
+
+struct et_automaton {
+    const et_model *m;
+    uint32_t n_rows, n_vocab;
+    unsigned flags;
+    uint32_t *row;    /* n_rows + 1 offsets into tok / nxt */
+    uint32_t *tok;    /* allowed ids of each row, ascending */
+    uint32_t *nxt;    /* the row each leads to */
+    uint8_t *accept;  /* per row: the DFA state accepts */
+    size_t bytes;     /* memory held */
+};
+
+#define AUT_PAIR_BYTES 512u /* pairs longer than this are taken as a possible cut (canonical) */
+
+/* Children lists of the trie: first[s] and sib[t] (ET_NONE ends), ascending bytes. */
+static void trie_children(const et_model *m, uint32_t *first, uint32_t *sib)
+{
+    for (uint32_t s = 0; s < m->n_cells; s++) first[s] = sib[s] = ET_NONE;
+    for (uint32_t t = m->n_cells; t-- > 1;) {
+        uint32_t p = m->cells[(size_t)ET_BPE_CELL * t + 1u];
+        if (p >= m->n_cells || p == t) continue;
+        uint32_t base = m->cells[(size_t)ET_BPE_CELL * p];
+        if (t < base || t - base > 255u) continue;
+        sib[t] = first[p];
+        first[p] = t;
+    }
+}
+
+struct frame { uint32_t cell, q, it; };
+
+static inline uint32_t ctz64(uint64_t x) /* x != 0 */
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return (uint32_t)__builtin_ctzll(x);
+#else
+    uint32_t k = 0;
+    while (!(x & 1u)) { x >>= 1; k++; }
+    return k;
+#endif
+}
+
+void et_automaton_free(et_automaton *a)
+{
+    if (!a) return;
+    free(a->row);
+    free(a->tok);
+    free(a->nxt);
+    free(a->accept);
+    free(a);
+}
+
+int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *accept,
+                       uint32_t n, unsigned flags, et_automaton **out)
+{
+    if (!m || !trans || !accept || !n || !out || m->kind != ET_KIND_BPE || n > 0x7FFFFFFFu)
+        return ET_E_ARG;
+    *out = NULL;
+    for (size_t i = 0; i < (size_t)n * 256u; i++)
+        if (trans[i] < -1 || trans[i] >= (int32_t)n) return ET_E_ARG;
+    if ((flags & ET_AUT_CANONICAL) &&
+        (!(m->flags & ET_FLAG_BACKTRACK) || m->pretok == ET_PRETOK_REGEX))
+        return ET_E_ARG;
+    const uint32_t V = m->n_vocab, depth = m->max_token_len + 1u;
+    et_automaton *a = calloc(1, sizeof *a);
+    uint32_t *first = malloc((size_t)m->n_cells * 4u), *sib = malloc((size_t)m->n_cells * 4u);
+    uint32_t *row_of = malloc((size_t)n * 4u), *dfa_of = malloc((size_t)n * 4u);
+    uint32_t *next_of = malloc((size_t)V * 4u);
+    uint64_t *seen = calloc((size_t)V / 64u + 1u, 8u);
+    struct frame *st = malloc((size_t)(depth + 1u) * sizeof *st);
+    size_t cap = 1024, used = 0;
+    int rc = ET_E_NOMEM;
+    if (!a || !first || !sib || !row_of || !dfa_of || !next_of || !seen || !st) goto done;
+    a->m = m;
+    a->n_vocab = V;
+    a->flags = flags;
+    a->row = malloc(((size_t)n + 1u) * 4u);
+    a->accept = malloc(n);
+    a->tok = malloc(cap * 4u);
+    a->nxt = malloc(cap * 4u);
+    if (!a->row || !a->accept || !a->tok || !a->nxt) goto done;
+    trie_children(m, first, sib);
+    for (uint32_t q = 0; q < n; q++) row_of[q] = ET_NONE;
+    row_of[0] = 0;
+    dfa_of[0] = 0;
+    uint32_t rows = 1;
+    for (uint32_t r = 0; r < rows; r++) { /* breadth first over the rows found */
+        const uint32_t q0 = dfa_of[r];
+        a->row[r] = (uint32_t)used;
+        a->accept[r] = accept[q0] != 0;
+        uint32_t lo_word = ET_NONE, hi_word = 0, d = 0;
+        st[0].cell = 0;
+        st[0].q = q0;
+        st[0].it = first[0];
+        for (;;) { /* depth-first over the trie, pruned where the DFA dies */
+            uint32_t t = st[d].it;
+            if (t == ET_NONE) {
+                if (d == 0) break;
+                d--;
+                continue;
+            }
+            st[d].it = sib[t];
+            uint32_t c = t - m->cells[(size_t)ET_BPE_CELL * st[d].cell];
+            int32_t nq = trans[(size_t)st[d].q * 256u + c];
+            if (nq < 0) continue;
+            uint32_t v = et_value(m, t);
+            if (v < V) {
+                if (row_of[nq] == ET_NONE) {
+                    row_of[nq] = rows;
+                    dfa_of[rows++] = (uint32_t)nq;
+                }
+                seen[v >> 6] |= (uint64_t)1 << (v & 63u);
+                next_of[v] = row_of[nq];
+                if (v >> 6 < lo_word) lo_word = v >> 6;
+                if (v >> 6 > hi_word) hi_word = v >> 6;
+            }
+            if (first[t] != ET_NONE && d + 1u < depth) {
+                d++;
+                st[d].cell = t;
+                st[d].q = (uint32_t)nq;
+                st[d].it = first[t];
+            }
+        }
+        for (uint32_t w = lo_word; w != ET_NONE && w <= hi_word; w++) { /* ascending ids */
+            for (uint64_t bits = seen[w]; bits; bits &= bits - 1u) {
+                if (used == cap) {
+                    cap *= 2;
+                    uint32_t *t2 = realloc(a->tok, cap * 4u), *n2;
+                    if (!t2) goto done;
+                    a->tok = t2;
+                    if (!(n2 = realloc(a->nxt, cap * 4u))) goto done;
+                    a->nxt = n2;
+                }
+                uint32_t v = w * 64u + ctz64(bits);
+                a->tok[used] = v;
+                a->nxt[used++] = next_of[v];
+            }
+            seen[w] = 0;
+        }
+    }
+    a->row[rows] = (uint32_t)used;
+    a->n_rows = rows;
+    a->bytes = sizeof *a + ((size_t)rows + 1u) * 4u + rows + used * 8u;
+    rc = ET_OK;
+done:
+    free(first);
+    free(sib);
+    free(row_of);
+    free(dfa_of);
+    free(next_of);
+    free(seen);
+    free(st);
+    if (rc) et_automaton_free(a);
+    else *out = a;
+    return rc;
+}
+
+uint32_t et_automaton_rows(const et_automaton *a) { return a->n_rows; }
+size_t et_automaton_bytes(const et_automaton *a) { return a->bytes; }
+
+/* A state: its row, and in canonical automata the last two tokens (ET_NONE where the text
+ * has fewer). Returns 0 if it is none of this automaton's states. */
+struct cstate { uint32_t row, l2, l; };
+
+static int split_state(const et_automaton *a, int64_t state, struct cstate *c)
+{
+    if (state < 0) return 0;
+    uint64_t s = (uint64_t)state;
+    c->l2 = c->l = ET_NONE;
+    if (a->flags & ET_AUT_CANONICAL) {
+        const uint64_t k = (uint64_t)a->n_vocab + 1u;
+        c->l = (uint32_t)(s % k) - 1u;
+        s /= k;
+        c->l2 = (uint32_t)(s % k) - 1u;
+        s /= k;
+        if (c->l2 != ET_NONE && c->l == ET_NONE) return 0;
+    }
+    if (s >= a->n_rows) return 0;
+    c->row = (uint32_t)s;
+    return 1;
+}
+
+static int64_t join_state(const et_automaton *a, uint32_t row, uint32_t l2, uint32_t l)
+{
+    if (!(a->flags & ET_AUT_CANONICAL)) return row;
+    const int64_t k = (int64_t)a->n_vocab + 1;
+    const int64_t a2 = l2 == ET_NONE ? 0 : (int64_t)l2 + 1, a1 = l == ET_NONE ? 0 : (int64_t)l + 1;
+    return ((int64_t)row * k + a2) * k + a1;
+}
+
+/* One character of each class the pretokenizers branch on, put before the text known (the
+ * last two tokens) and after the token asked about: the piece the earlier token belongs to
+ * may have begun before it (a contraction, a punctuation run, a digit group), and what comes
+ * after the token decides some cuts (white space before a non-space, the end of the text). */
+static const char *const AUT_LEFT[] = {"", "a", "A", "0", "00", "!", "!!", " ", "'", "a'", "\n"};
+static const char *const AUT_RIGHT[] = {"", "a", "A", "0", "!", " ", "\n"};
+#define AUT_PROBE 2u /* bytes of the longest probe */
+
+/* The number of bytes of the first n characters of p[0..len), or 0 if p is not UTF-8 (a token
+ * that is part of a character: what it becomes is not known here). */
+static size_t utf8_chars(const uint8_t *p, size_t len, size_t n)
+{
+    size_t i = 0, k;
+    for (size_t c = 0; i < len && c < n; i += k, c++)
+        if (et_utf8_decode(p, len, i, &k) == 0xFFFFFFFFu) return 0;
+    return i;
+}
+
+#define AUT_ANY (ET_NONE - 1u) /* probe(): l2 not known (only the probes before l) */
+
+#define AUT_CUT 1    /* probe(): the pretokenizer may cut between l and t */
+#define AUT_INSIDE 2 /* probe(): l and t may lie inside one piece */
+
+/* Whether one of want can happen in some text that goes on as the automaton knows: the
+ * pretokenizer cuts between l and t (AUT_CUT), or nowhere from l's first byte to t's last
+ * (AUT_INSIDE); t[0..nt) is t or its first characters. Before l: l2 (ET_NONE: l starts the
+ * text; AUT_ANY: not known), then any one probe; after t: any probe (right) or the end of the
+ * text (!right). Pairs too long to look at, and tokens that are parts of characters, may. */
+static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, size_t nt,
+                 int right, int want)
+{
+    const uint8_t *p = NULL, *p2 = NULL;
+    const int known = l2 != ET_NONE && l2 != AUT_ANY;
+    uint32_t nl = et_tok(m, l, &p), n2 = known ? et_tok(m, l2, &p2) : 0;
+    if (!nl || !nt || (known && !n2) || n2 + nl + nt + 2u * AUT_PROBE > AUT_PAIR_BYTES ||
+        !utf8_chars(p, nl, nl) || (n2 && !utf8_chars(p2, n2, n2)))
+        return 1;
+    uint8_t buf[AUT_PAIR_BYTES];
+    size_t ends[AUT_PAIR_BYTES], n_out = 0, used = 0;
+    const size_t nx_probes = l2 == ET_NONE ? 1u : sizeof AUT_LEFT / sizeof *AUT_LEFT;
+    const size_t ny_probes = right ? sizeof AUT_RIGHT / sizeof *AUT_RIGHT : 1u;
+    for (size_t x = 0; x < nx_probes; x++) {
+        size_t nx = strlen(AUT_LEFT[x]), from = nx + n2, at = from + nl;
+        memcpy(buf, AUT_LEFT[x], nx);
+        if (n2) memcpy(buf + nx, p2, n2);
+        memcpy(buf + from, p, nl);
+        memcpy(buf + at, q, nt);
+        for (size_t y = 0; y < ny_probes; y++) {
+            size_t ny = strlen(AUT_RIGHT[y]), n = at + nt + ny;
+            memcpy(buf + at + nt, AUT_RIGHT[y], ny);
+            if (et_pretokenize(m, (const char *)buf, n, ET_FINAL, ends, AUT_PAIR_BYTES, &n_out,
+                               &used))
+                return 1;
+            int cut = 0, inside = 1;
+            for (size_t e = 0; e < n_out && ends[e] < at + nt; e++) {
+                if (ends[e] == at) cut = 1;
+                if (ends[e] > from) inside = 0;
+            }
+            if (((cut ? AUT_CUT : 0) | (inside ? AUT_INSIDE : 0)) & want) return 1;
+        }
+    }
+    return 0;
+}
+
+/* t's first two characters, all of t if it is white space (a run's cuts look further), or
+ * NULL when t is not UTF-8. Cuts before t depend on no more of it (see probe). */
+static const uint8_t *pair_head(const et_model *m, uint32_t t, size_t *nt)
+{
+    const uint8_t *q = NULL;
+    size_t n = et_tok(m, t, &q), k, head = utf8_chars(q, n, 2);
+    if (!n || !head || !utf8_chars(q, n, n)) return NULL;
+    *nt = head;
+    for (size_t i = 0; i < n; i += k)
+        if (!(et_ucd_bits(et_utf8_decode(q, n, i, &k)) & ET_U_S)) return q;
+    *nt = n;
+    return q;
+}
+
+/* Whether t may follow l (and l2 before it) in a canonical encoding (see the top): inside one
+ * piece as a valid pair, or across a cut. */
+static int pair_ok(const et_automaton *a, uint32_t l2, uint32_t l, uint32_t t)
+{
+    if (l == ET_NONE) return 1;
+    size_t nt = 0;
+    const uint8_t *q = pair_head(a->m, t, &nt);
+    if (!q) return 1;
+    return probe(a->m, l2, l, q, nt, 1, et_valid_pair(a->m, l, t) ? AUT_CUT | AUT_INSIDE : AUT_CUT);
+}
+
+int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
+{
+    struct cstate c;
+    if (!a || !split_state(a, state, &c)) return -1;
+    uint32_t lo = a->row[c.row], hi = a->row[c.row + 1u];
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2u;
+        if (a->tok[mid] < token) lo = mid + 1u;
+        else hi = mid;
+    }
+    if (lo == a->row[c.row + 1u] || a->tok[lo] != token) return -1;
+    if ((a->flags & ET_AUT_CANONICAL) && !pair_ok(a, c.l2, c.l, token)) return -1;
+    return join_state(a, a->nxt[lo], c.l, token);
+}
+
+int et_automaton_accepting(const et_automaton *a, int64_t state)
+{
+    struct cstate c;
+    if (!a || !split_state(a, state, &c) || !a->accept[c.row]) return 0;
+    if (!(a->flags & ET_AUT_CANONICAL) || c.l2 == ET_NONE) return 1;
+    /* the text ends after l: (l2, l) must be a pair the end of the text allows */
+    const uint8_t *q = NULL;
+    size_t nt = et_tok(a->m, c.l, &q);
+    const int want = et_valid_pair(a->m, c.l2, c.l) ? AUT_CUT | AUT_INSIDE : AUT_CUT;
+    return !nt || !utf8_chars(q, nt, nt) || probe(a->m, AUT_ANY, c.l2, q, nt, 0, want);
+}
+
+#define AUT_MEMO 1024u /* probe answers remembered while one mask is made (on the stack) */
+
+int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, size_t cap,
+                         uint8_t *bits, size_t nbytes, size_t *n)
+{
+    struct cstate c;
+    if (!a || !n || (!ids && cap) || (bits && nbytes < ((size_t)a->n_vocab + 7u) / 8u))
+        return ET_E_ARG;
+    *n = 0;
+    if (!split_state(a, state, &c)) return ET_E_ARG;
+    if (bits) memset(bits, 0, nbytes);
+    const int canon = (a->flags & ET_AUT_CANONICAL) && c.l != ET_NONE;
+    /* probe() depends on t only through its head: remembered by head (up to 15 bytes) */
+    uint64_t memo_key[AUT_MEMO][2];
+    uint8_t memo_ans[AUT_MEMO];
+    if (canon) memset(memo_key, 0, sizeof memo_key);
+    size_t w = 0;
+    for (uint32_t i = a->row[c.row]; i < a->row[c.row + 1u]; i++) {
+        const uint32_t t = a->tok[i];
+        if (canon) {
+            size_t nt = 0;
+            const uint8_t *q = pair_head(a->m, t, &nt);
+            if (q) {
+                const int want = et_valid_pair(a->m, c.l, t) ? AUT_CUT | AUT_INSIDE : AUT_CUT;
+                int ans;
+                uint64_t key[2] = {0, 0};
+                uint32_t h = 0;
+                if (nt < 16u) { /* the head, its length and want: never all zero */
+                    memcpy(key, q, nt);
+                    key[1] |= (uint64_t)(nt << 2 | (unsigned)want) << 56;
+                    h = (uint32_t)((key[0] * 0x9E3779B97F4A7C15ull ^ key[1]) >> 52) % AUT_MEMO;
+                }
+                if (nt < 16u && memo_key[h][0] == key[0] && memo_key[h][1] == key[1]) {
+                    ans = memo_ans[h];
+                } else {
+                    ans = probe(a->m, c.l2, c.l, q, nt, 1, want);
+                    if (nt < 16u) {
+                        memo_key[h][0] = key[0];
+                        memo_key[h][1] = key[1];
+                        memo_ans[h] = (uint8_t)ans;
+                    }
+                }
+                if (!ans) continue;
+            }
+        }
+        if (bits) bits[t >> 3] |= (uint8_t)(1u << (t & 7u));
+        if (ids) {
+            if (w == cap) return ET_E_FULL;
+            ids[w] = t;
+        }
+        w++;
+    }
+    *n = w;
+    return ET_OK;
+}

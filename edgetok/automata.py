@@ -1,0 +1,167 @@
+"""Token-level automata for constrained decoding: Encoding.regex_automaton(pattern).
+
+A regular expression (regex_dfa.py: its syntax) becomes a DFA over UTF-8 bytes in Python;
+the product with the model's vocabulary trie is built in C (csrc/automata/): for every DFA
+state a token boundary reaches, the tokens whose bytes the DFA can read and where each leads.
+Stepping and masks then cost a binary search and a memset, with no allocation.
+
+canonical=False: a token is allowed iff, after it, the text is still a prefix of a string of
+the language (outlines-core's Index computes the same masks). Special tokens are never
+allowed; the caller adds its end-of-sequence token where is_accepting says the text is
+complete (RegexLogitsProcessor does).
+
+canonical=True (BPE models with backtracking tables and a C pretokenizer): in addition, a
+token t after the token l is allowed only if BPE could put them side by side: (l, t) is a
+valid pair (BPE of l's bytes followed by t's is [l, t]: their place inside one piece), or the
+pretokenizer may cut between them (it cuts there in l's bytes followed by t's, or both sides
+are numbers). Guaranteed (sound): the canonical encoding of every string of the language walks
+the automaton to an accepting state with every token allowed. Not guaranteed (precision): a
+walk to acceptance need not be canonical, because a pair is judged without the text before l
+or after t (the pretokenizer's look-behind through its piece and look-ahead); README gives the
+measured fraction. Masks in canonical mode test each of the state's tokens against the last
+token, so they cost more than plain ones.
+"""
+from __future__ import annotations
+
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .encoding import Encoding
+
+
+class TokenAutomaton:
+    """The surface other code calls: start, next, allowed_ids, allowed, allowed_numpy,
+    is_accepting. States are ints; -1 is no state."""
+
+    def __init__(self, enc: "Encoding", pattern: str, canonical: bool = False) -> None:
+        from ._ffi import NativeAutomaton
+        from .regex_dfa import compile_regex
+
+        t0 = time.perf_counter()
+        dfa = compile_regex(pattern)
+        t1 = time.perf_counter()
+        self._native = NativeAutomaton(enc.model, dfa.trans, dfa.accept, canonical)
+        t2 = time.perf_counter()
+        self.pattern = pattern
+        self.canonical = canonical
+        self.start = 0
+        self.n_vocab: int = enc.n_vocab  # mask length: every id of the encoding
+        self.dfa_states: int = dfa.n
+        self.rows: int = self._native.rows
+        self.memory: int = self._native.bytes
+        self.compile_seconds = {"regex": t1 - t0, "tokens": t2 - t1}
+        self._enc = enc
+
+    def __repr__(self) -> str:
+        return (f"<TokenAutomaton {self.pattern!r} canonical={self.canonical} "
+                f"dfa_states={self.dfa_states} rows={self.rows} memory={self.memory}>")
+
+    def next(self, state: int, token: int) -> int:
+        """The state after token, or -1 when token is not allowed in state."""
+        return self._native.next(state, token) if state >= 0 else -1
+
+    def is_accepting(self, state: int) -> bool:
+        """Whether the text read so far is a whole string of the language."""
+        return state >= 0 and self._native.accepting(state)
+
+    def allowed_ids(self, state: int) -> list[int]:
+        """The allowed ids, ascending."""
+        return self._native.allowed_ids(state)
+
+    def allowed(self, state: int) -> bytes:
+        """The allowed ids as a bitset: bit i of byte i // 8, least significant bit first."""
+        buf = bytearray((self.n_vocab + 7) // 8)
+        self._native.allowed_into(state, buf)
+        return bytes(buf)
+
+    def allowed_into(self, state: int, buf: "Any") -> int:
+        """The bitset written into a caller's writable buffer (reused from step to step: no
+        allocation); returns the number of allowed ids."""
+        return self._native.allowed_into(state, buf)
+
+    def allowed_numpy(self, state: int) -> "Any":
+        """The allowed ids as a numpy bool array of n_vocab entries (needs numpy)."""
+        import numpy as np
+
+        bits = np.zeros((self.n_vocab + 7) // 8, dtype=np.uint8)
+        self._native.allowed_into(state, bits)
+        return np.unpackbits(bits, bitorder="little")[:self.n_vocab].astype(bool)
+
+    def walk(self, ids: "list[int]", state: int | None = None) -> int:
+        """The state after ids from state (the start by default), or -1."""
+        s = self.start if state is None else state
+        for t in ids:
+            s = self.next(s, t)
+            if s < 0:
+                return -1
+        return s
+
+    def sample(self, rng: "Any", max_tokens: int = 64, stop: float = 0.3) -> "list[int] | None":
+        """A random walk to an accepting state (stopping there with probability stop, or
+        when nothing more is allowed), or None if max_tokens pass first or the walk is stuck."""
+        s, ids = self.start, []
+        for _ in range(max_tokens):
+            allowed = self.allowed_ids(s)
+            if self.is_accepting(s) and (not allowed or rng.random() < stop):
+                return ids
+            if not allowed:
+                return None
+            t = rng.choice(allowed)
+            ids.append(t)
+            s = self.next(s, t)
+        return ids if self.is_accepting(s) else None
+
+
+class RegexLogitsProcessor:
+    """A LogitsProcessor for transformers (processor(input_ids, scores) with 2-D batches) or
+    llama-cpp-python (1-D ids and scores): logits of tokens the automaton does not allow
+    become -inf; eos_token_id is allowed where the text so far is complete. The first call
+    takes the ids it is given as the prompt; later calls advance each row's state by the
+    tokens generated since."""
+
+    def __init__(self, automaton: TokenAutomaton, eos_token_id: int | None = None) -> None:
+        self.automaton = automaton
+        self.eos_token_id = eos_token_id
+        self._prompt: list[int] | None = None
+        self._states: list[int] = []
+        self._seen: list[int] = []
+
+    def _mask(self, state: int, width: int) -> "Any":
+        import numpy as np
+
+        a = self.automaton
+        m = np.zeros(width, dtype=bool)
+        if state >= 0:
+            ok = a.allowed_numpy(state)
+            m[:min(width, len(ok))] = ok[:width]
+            if self.eos_token_id is not None and a.is_accepting(state) and self.eos_token_id < width:
+                m[self.eos_token_id] = True
+        return m
+
+    def __call__(self, input_ids: "Any", scores: "Any") -> "Any":
+        import numpy as np
+
+        one = getattr(scores, "ndim", 2) == 1
+        rows = [list(map(int, input_ids))] if one else [list(map(int, r)) for r in input_ids]
+        if self._prompt is None:
+            self._prompt = [len(r) for r in rows]
+            self._states = [self.automaton.start] * len(rows)
+            self._seen = list(self._prompt)
+        masks = []
+        for k, r in enumerate(rows):
+            s = self._states[k]
+            for t in r[self._seen[k]:]:
+                if s >= 0 and t != self.eos_token_id:
+                    s = self.automaton.next(s, t)
+            self._states[k], self._seen[k] = s, len(r)
+            masks.append(self._mask(s, scores.shape[-1]))
+        mask = masks[0] if one else np.stack(masks)
+        if hasattr(scores, "masked_fill"):  # a torch tensor
+            import torch
+
+            return scores.masked_fill(~torch.from_numpy(mask).to(scores.device), float("-inf"))
+        scores[~mask] = -np.inf
+        return scores
