@@ -128,6 +128,19 @@ class Model:
         return ("bpe" if k == lib.ET_MODEL_BPE else "unigram" if k == lib.ET_MODEL_UNIGRAM
                 else "wordpiece" if k == lib.ET_MODEL_WORDPIECE else "sp-bpe")
 
+    def encode_spans(self, data: bytes) -> tuple[list[int], list[int]]:
+        """A WordPiece model's ids of data and, two numbers a token, the byte range of data
+        each comes from (et_encode_spans)."""
+        cap = max(len(data), 1)  # (at most an id per byte)
+        out, spans, n = ffi.new("uint32_t[]", cap), ffi.new("size_t[]", 2 * cap), ffi.new("size_t *")
+        while True:
+            rc = lib.et_encode_spans(self._ws(), data, len(data), out, spans, cap, n)
+            if rc == lib.ET_OK:
+                return ffi.unpack(out, n[0]), ffi.unpack(spans, 2 * n[0])
+            if rc != lib.ET_E_WORKSPACE:
+                check(rc, "encode")
+            self._ws(lib.et_ws_need(self._scratch.ws))
+
     def wordpiece_ids(self) -> tuple[int, int | None, int | None]:
         """A WordPiece model's ([UNK], [CLS], [SEP]) ids (None where it has none)."""
         got = ffi.new("uint32_t[3]")

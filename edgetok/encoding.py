@@ -704,6 +704,10 @@ class Encoding:
         (tiktoken's, GGUF, tokenizer.json); on a model that normalises to NFC, offsets point
         into text as given, aligned as Hugging Face aligns NFC (edgetok._align)."""
         m = self._model
+        if m.kind == "wordpiece":  # through BertNormalizer, as Hugging Face aligns it
+            from .wordpiece import offsets
+
+            return offsets(self, text, allowed_special, disallowed_special, add_special_tokens)
         if m.kind != "bpe":
             raise ValueError(f"{self.name}: offsets are for byte-level BPE models, not "
                              "SentencePiece ones (their normaliser rewrites the text)")

@@ -220,3 +220,40 @@ def describe(model: Any) -> str:
     """One line on a loaded WordPiece model (edgetok info)."""
     return ("BERT WordPiece: BertNormalizer and BertPreTokenizer, longest match first with "
             f"continuations (LinMaxMatch, linear time); [UNK] is id {model.wordpiece_ids()[0]}")
+
+
+def offsets(enc: Any, text: str, allowed_special: Any, disallowed_special: Any,
+            add_special_tokens: bool | None) -> tuple[list[int], list[tuple[int, int]],
+                                                      list[tuple[int, int]]]:
+    """Encoding.encode_with_offsets for WordPiece models: each token's characters of text (a
+    normalised character spans the one it came from, [UNK] its whole word), as Hugging Face's
+    encoding.offsets; special tokens found in text span their text, added ones (0, 0)."""
+    ids: list[int] = []
+    byte_offs: list[tuple[int, int]] = []
+    names = {i: t for t, i in enc._matchable.items()}
+    at = 0  # bytes of text before the segment
+    for seg in enc._segments(text, allowed_special, disallowed_special):
+        if isinstance(seg, int):
+            n = len(names[seg].encode("utf-8", "surrogatepass"))
+            ids.append(seg)
+            byte_offs.append((at, at + n))
+            at += n
+            continue
+        data = seg.encode("utf-8", "surrogatepass")
+        got, spans = enc.model.encode_spans(data)
+        ids += got
+        byte_offs += [(at + spans[k], at + spans[k + 1]) for k in range(0, len(spans), 2)]
+        at += len(data)
+    chars = [0] * (at + 1)  # the character index of each byte offset of text
+    pos = 0
+    for k, c in enumerate(text):
+        pos += len(c.encode("utf-8", "surrogatepass"))
+        chars[pos] = k + 1
+    for b in range(1, at + 1):  # (inside a character: the character's start)
+        if not chars[b] and b:
+            chars[b] = chars[b - 1]
+    char_offs = [(chars[a], chars[b]) for a, b in byte_offs]
+    before, after = enc._special_wrap(add_special_tokens)
+    zero = [(0, 0)]
+    return ([*before, *ids, *after], zero * len(before) + char_offs + zero * len(after),
+            zero * len(before) + byte_offs + zero * len(after))

@@ -510,3 +510,39 @@ def test_cli(minilm, tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert int(run("count", "--model", str(model), str(q)).split()[0]) == len(want.ids) - len(
         ref.encode(d.read_text(), add_special_tokens=False).ids) - 1
     assert "WordPiece" in run("info", "--model", str(model))
+
+
+# -- offsets (et_encode_spans) --------------------------------------------------------------
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([None, *CONFIGS]), texts)
+def test_offsets_generated(minilm, trained, cfg, text) -> None:  # type: ignore[no-untyped-def]
+    path = minilm["tokenizer.json"] if cfg is None else trained[cfg]
+    enc, ref = edgetok.load(path), hf(path)
+    ids, offsets, byte_offsets = enc.encode_with_offsets(text)
+    r = ref.encode(text)
+    assert (ids, offsets) == (r.ids, r.offsets)
+    data = text.encode("utf-8")
+    for (a, b), (c, d) in zip(offsets, byte_offsets):
+        assert data[c:d].decode("utf-8") == text[a:b]
+
+
+def test_offsets_real_text_and_long_words(minilm, corpora, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    enc, ref = edgetok.load(minilm["tokenizer.json"]), hf(minilm["tokenizer.json"])
+    for text in corpora.values():
+        for doc in paragraphs(text)[:15]:
+            ids, offsets, _ = enc.encode_with_offsets(doc, add_special_tokens=False)
+            r = ref.encode(doc, add_special_tokens=False)
+            assert (ids, offsets) == (r.ids, r.offsets)
+    # a word longer than the workspace's scratch memory holds: the workspace grows
+    ids_of = adversarial_json(["a" * k for k in range(1, 40)] +
+                              ["##" + "a" * k for k in range(1, 40)], tmp_path / "t.json",
+                              max_chars=10**6)
+    enc = edgetok.load(tmp_path / "t.json")
+    n = 30011  # greedy: 769 tokens of 39 letters, one of 20 (tokenizers takes minutes on this)
+    ids, offsets, _ = enc.encode_with_offsets("a " + "a" * n + " a")
+    want = [ids_of["a"], ids_of["a" * 39]] + [ids_of["##" + "a" * 39]] * 768 + [
+        ids_of["##" + "a" * 20], ids_of["a"]]
+    ends = [2 + 39 * k for k in range(1, 770)] + [2 + n]
+    assert ids == want
+    assert offsets == [(0, 1), *zip([2] + ends[:-1], ends), (n + 3, n + 4)]

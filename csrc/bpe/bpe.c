@@ -161,6 +161,7 @@ void *et_ws_cache(et_ws *ws, size_t *bytes)
     return ws->m->kind != ET_KIND_BPE ? ws->pieces : NULL; /* BPE models: the piece cache */
 }
 void *et_ws_mem(et_ws *ws) { return ws->mem; }
+const et_model *et_ws_model(const et_ws *ws) { return ws->m; }
 size_t et_ws_bytes(const et_ws *ws) { return WS_PER_BYTE * (ws->cap + 1); }
 void et_ws_set_need(et_ws *ws, size_t need) { ws->need = need; }
 

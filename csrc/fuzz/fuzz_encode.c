@@ -18,7 +18,7 @@
  * bpe.c is included, not linked, so that its merge functions can be compared directly. */
 #define _POSIX_C_SOURCE 200809L /* strdup, strtok_r */
 #define SETTLE_MIN_OVERRIDE 300u /* ET_SETTLE on pieces that fit the fuzzer's inputs, */
-#define SETTLE_WINDOW_OVERRIDE 1200u /* in several windows */
+#define SETTLE_WINDOW_OVERRIDE 1800u /* in several windows */
 #include "../bpe/bpe.c"
 #include "fuzz_common.h"
 #include "fuzz_merge.h"
@@ -98,12 +98,22 @@ static void unigram_checks(et_ws **ws, et_ws **fresh, const et_model *m, const u
     free(b);
 }
 
-/* WordPiece models: at most an id per byte; a space cuts the text into independent parts. */
+/* WordPiece models: at most an id per byte; a space cuts the text into independent parts;
+ * et_encode_spans gives the same ids, each from a non-empty range of the text, in order. */
 static void wordpiece_checks(et_ws **ws, const et_model *m, const uint8_t *t, size_t len)
 {
-    size_t n = 0, na = 0, nb = 0, sp = 0;
+    size_t n = 0, na = 0, nb = 0, sp = 0, ns = 0;
     uint32_t *all = encode_all(ws, m, t, len, &n);
     CHECK(n <= len);
+    uint32_t *ids = fz_alloc((len + 1) * 4);
+    size_t *spans = fz_alloc((len + 1) * 2 * sizeof(size_t));
+    CHECK(et_encode_spans(*ws, (const char *)t, len, ids, spans, len + 1, &ns) == ET_OK);
+    CHECK(ns == n && same_ids(ids, ns, all, n));
+    for (size_t k = 0; k < ns; k++)
+        CHECK(spans[2 * k] < spans[2 * k + 1] && spans[2 * k + 1] <= len &&
+              (k == 0 || spans[2 * k] >= spans[2 * k - 2]));
+    free(ids);
+    free(spans);
     while (sp < len && t[sp] != ' ') sp++;
     if (sp < len) {
         uint32_t *a = encode_all(ws, m, t, sp, &na);
@@ -180,6 +190,36 @@ static void bpe_checks(et_ws **wsp, et_ws **fresh, const et_model *m, const uint
         CHECK(et_count(ws, (const char *)t, p, fl, &c, &cu) == ET_OK && c == got && cu == used);
         free(rest);
         free(s);
+    }
+
+    /* a short text repeated into a long run (a long piece when it is of one class): streamed
+     * with ET_SETTLE from anywhere, then the rest, gives the run's own ids */
+    if (len && len <= 48) {
+        size_t rl = 0, want = 2600 + (size_t)(par[1] % 8) * 400;
+        uint8_t *rep = fz_alloc(want + len);
+        while (rl < want) {
+            memcpy(rep + rl, t, len);
+            rl += len;
+        }
+        rl -= par[4] % len; /* end anywhere in the unit */
+        size_t nr = 0;
+        uint32_t *whole = encode_all(wsp, m, rep, rl, &nr);
+        size_t cuts[2] = {rl, rl - (par[0] % (rl / 2))};
+        for (int k = 0; k < 2; k++) {
+            size_t got = 0, used = 0, got2 = 0, c = 0, cu = 0;
+            uint32_t *s = fz_alloc((cuts[k] + 1) * 4);
+            CHECK(et_encode(ws, (const char *)rep, cuts[k], ET_SETTLE, s, cuts[k] + 1, &got,
+                            &used) == ET_OK);
+            CHECK(used <= cuts[k] && got <= nr && same_ids(s, got, whole, got));
+            uint32_t *rest = encode_all(wsp, m, rep + used, rl - used, &got2);
+            CHECK(same_ids(rest, got2, whole + got, nr - got));
+            CHECK(et_count(ws, (const char *)rep, cuts[k], ET_SETTLE, &c, &cu) == ET_OK);
+            CHECK(c == got && cu == used);
+            free(rest);
+            free(s);
+        }
+        free(whole);
+        free(rep);
     }
 
     /* shard cuts: encoding the two halves apart gives the whole's ids */

@@ -332,6 +332,13 @@ int et_compile_unigram(const char *bytes, const uint32_t *off, uint32_t n, const
                        uint32_t flags, uint32_t unk_id, uint32_t bos_id, uint32_t eos_id,
                        const char *unk_surface, uint8_t **out, size_t *out_len);
 
+/* WordPiece models: et_encode of the whole text (ET_FINAL) that also writes where each token
+ * comes from: token k covers text[spans[2k]..spans[2k+1]) (a normalised character spans the
+ * character it came from; [UNK] its whole word). ET_E_ARG for other models or len >= 2^32 - 1;
+ * ET_E_FULL (cap ids) and ET_E_WORKSPACE (a word longer than the workspace holds) as et_encode. */
+int et_encode_spans(et_ws *ws, const char *text, size_t len, uint32_t *out, size_t *spans,
+                    size_t cap, size_t *n_out);
+
 /* Compiles a WordPiece model: n tokens (bytes[off[i]..off[i+1]), id ids[i]; valid UTF-8),
  * specials as et_compile_bpe (not matched by WordPiece), the continuation prefix ("##"), the
  * [UNK], [CLS] and [SEP] ids (the last two may be ET_NONE), max_input_chars_per_word, and

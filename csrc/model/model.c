@@ -170,6 +170,7 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
         if (w->unk_id >= m->n_vocab || (w->cls_id != ET_NONE && w->cls_id >= m->n_vocab) ||
             (w->sep_id != ET_NONE && w->sep_id >= m->n_vocab) || (w->flags & ~15u) ||
             w->cont == 0 || w->cont >= m->n_cells || m->cells[ET_WP_CELL * w->cont + 1u] != 0 ||
+            w->prefix_len > m->max_token_len ||
             m->popoff[m->n_cells] > m->n_pops)
             return ET_E_FORMAT;
     } else {

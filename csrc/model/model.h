@@ -99,6 +99,7 @@ typedef struct {
     uint32_t flags;                  /* ET_WP_* */
     uint32_t max_chars;              /* longer words are [UNK] (max_input_chars_per_word) */
     uint32_t cont;                   /* the continuation root's cell */
+    uint32_t prefix_len;             /* bytes of the continuation prefix ("##": 2) */
 } et_wparam;
 #define ET_WP_CLEAN 1u /* BertNormalizer's clean_text */
 #define ET_WP_CJK 2u   /* handle_chinese_chars */
@@ -210,6 +211,7 @@ int et_bpe_tables(const struct et_model *m, uint32_t *split, uint32_t *prefix, u
 
 /* The workspace's scratch memory, its size in bytes, and the et_ws_need() answer to give. */
 void *et_ws_mem(struct et_ws *ws);
+const struct et_model *et_ws_model(const struct et_ws *ws);
 size_t et_ws_bytes(const struct et_ws *ws);
 void et_ws_set_need(struct et_ws *ws, size_t need);
 /* Unigram and WordPiece models: the workspace's cache memory (64-byte aligned, zeroed by

@@ -62,6 +62,13 @@ typedef struct {
     int in_word, unk, rc;
     unsigned n_pend;           /* strip_accents: kept marks of the current run, unsorted */
     uint32_t pend[PENDING];    /* code point << 8 | combining class */
+    uint32_t pend_src[PENDING][2]; /* their characters' places in the text (offsets) */
+    size_t *spans;             /* et_encode_spans: each token's text range; NULL: none */
+    uint32_t (*src)[2];        /* with spans: the text range of each character of the word */
+    size_t src_cap;            /* characters src holds */
+    size_t src_a, src_b;       /* the text range of the input character being normalised */
+    size_t tok_char;           /* with spans: the word's characters that tokens cover so far */
+    size_t word_a, word_b;     /* with spans: the word's text range */
     wp_slot *cache;            /* NULL: none */
     size_t n_slots;            /* a power of 2 */
     unsigned wlen;             /* the word's bytes so far, while they fit key (then not walked) */
@@ -81,6 +88,24 @@ static inline void emit(wp *s, uint32_t id)
     s->n++;
 }
 
+/* A token of the word (spans): the text range of the characters it covers. */
+static inline void emit_tok(wp *s, uint32_t id)
+{
+    if (s->spans && s->out && s->n < s->cap) {
+        const uint8_t *p = NULL;
+        uint32_t l = et_tok(s->m, id, &p), skip = s->tok_char ? s->m->wp.prefix_len : 0, c = 0;
+        for (uint32_t i = skip; i < l; i++) c += (p[i] & 0xC0u) != 0x80u;
+        if (!c || s->tok_char + c > s->chars || s->tok_char + c > s->src_cap) {
+            s->rc = ET_E_FORMAT; /* a damaged model: its tokens do not tile the word */
+            return;
+        }
+        s->spans[2 * s->n] = s->src[s->tok_char][0];
+        s->spans[2 * s->n + 1] = s->src[s->tok_char + c - 1][1];
+        s->tok_char += c;
+    }
+    emit(s, id);
+}
+
 /* Emits the failure pops of cell v and returns its failure link (ET_NONE: none). */
 static inline uint32_t fail(wp *s, uint32_t v)
 {
@@ -98,7 +123,7 @@ static inline uint32_t fail(wp *s, uint32_t v)
             s->rc = ET_E_FORMAT;
             return ET_NONE;
         }
-        emit(s, id);
+        emit_tok(s, id);
     }
     return f;
 }
@@ -164,6 +189,10 @@ static void end_word(wp *s)
     }
     if (s->unk && s->rc == ET_OK) {
         s->n = s->word_n;
+        if (s->spans && s->out && s->n < s->cap) {
+            s->spans[2 * s->n] = s->word_a;
+            s->spans[2 * s->n + 1] = s->word_b;
+        }
         emit(s, s->m->wp.unk_id);
     }
     if (slot && s->rc == ET_OK && s->n - s->word_n <= IDS) {
@@ -176,6 +205,7 @@ static void end_word(wp *s)
     s->in_word = s->unk = 0;
     s->u = 0;
     s->chars = s->bytes = s->pops = 0;
+    s->tok_char = 0;
     s->walking = !s->cache;
     s->wlen = 0;
     s->key.w[0] = s->key.w[1] = 0;
@@ -187,6 +217,16 @@ static inline void feed(wp *s, const uint8_t *p, size_t k)
     if (!s->in_word) {
         s->in_word = 1;
         s->word_n = s->n;
+        s->word_a = s->src_a;
+    }
+    if (s->spans) {
+        s->word_b = s->src_b;
+        if (s->chars < s->src_cap) {
+            s->src[s->chars][0] = (uint32_t)s->src_a;
+            s->src[s->chars][1] = (uint32_t)s->src_b;
+        } else if (s->chars < s->m->wp.max_chars) { /* a word longer than the workspace holds */
+            s->rc = ET_E_WORKSPACE;
+        }
     }
     if (++s->chars > s->m->wp.max_chars) s->unk = 1;
     if (!s->walking) {
@@ -242,17 +282,28 @@ static void flush(wp *s)
 {
     unsigned n = s->n_pend;
     for (unsigned i = 1; i < n; i++) { /* insertion sort: a run holds a few */
-        uint32_t x = s->pend[i];
+        uint32_t x = s->pend[i], xa = s->pend_src[i][0], xb = s->pend_src[i][1];
         unsigned j = i;
-        for (; j > 0 && (s->pend[j - 1] & 0xFFu) > (x & 0xFFu); j--) s->pend[j] = s->pend[j - 1];
+        for (; j > 0 && (s->pend[j - 1] & 0xFFu) > (x & 0xFFu); j--) {
+            s->pend[j] = s->pend[j - 1];
+            s->pend_src[j][0] = s->pend_src[j - 1][0];
+            s->pend_src[j][1] = s->pend_src[j - 1][1];
+        }
         s->pend[j] = x;
+        s->pend_src[j][0] = xa;
+        s->pend_src[j][1] = xb;
     }
     s->n_pend = 0;
+    const size_t a = s->src_a, b = s->src_b;
     for (unsigned i = 0; i < n; i++) {
         uint8_t q[4];
         uint32_t cp = s->pend[i] >> 8;
+        s->src_a = s->pend_src[i][0];
+        s->src_b = s->pend_src[i][1];
         put_char(s, q, utf8_put4(q, cp), rec_of(cp)->cls);
     }
+    s->src_a = a;
+    s->src_b = b;
 }
 
 /* The combining class of a C_REORDER character (from et_bert_ccc). */
@@ -274,6 +325,8 @@ static inline void put_nfd(wp *s, const uint8_t *p, size_t k, uint32_t cp, unsig
 {
     if (cls & C_REORDER) {
         if (s->n_pend == PENDING) flush(s);
+        s->pend_src[s->n_pend][0] = (uint32_t)s->src_a;
+        s->pend_src[s->n_pend][1] = (uint32_t)s->src_b;
         s->pend[s->n_pend++] = cp << 8 | ccc_of(cp);
         return;
     }
@@ -294,8 +347,8 @@ static void put_string(wp *s, const uint8_t *p, size_t len, int nfd)
     }
 }
 
-int et_wordpiece_run(et_ws *ws, const et_model *m, const uint8_t *t, size_t len, uint32_t *out,
-                     size_t cap, size_t *n_out)
+static int wordpiece(et_ws *ws, const et_model *m, const uint8_t *t, size_t len, uint32_t *out,
+                     size_t *spans, size_t cap, size_t *n_out)
 {
     static const uint8_t space = ' ', fffd[3] = {0xEF, 0xBF, 0xBD};
     wp s;
@@ -303,7 +356,11 @@ int et_wordpiece_run(et_ws *ws, const et_model *m, const uint8_t *t, size_t len,
     s.m = m;
     s.out = out;
     s.cap = cap;
-    if (ws) {
+    s.spans = spans;
+    if (spans) { /* each character's place: in the workspace's scratch memory; no cache */
+        s.src = (uint32_t (*)[2])et_ws_mem(ws);
+        s.src_cap = et_ws_bytes(ws) / sizeof *s.src;
+    } else if (ws) {
         size_t bytes = 0;
         s.cache = et_ws_cache(ws, &bytes);
         s.n_slots = bytes / sizeof(wp_slot);
@@ -324,6 +381,8 @@ int et_wordpiece_run(et_ws *ws, const et_model *m, const uint8_t *t, size_t len,
             do {
                 uint8_t c = t[i];
                 unsigned cls = et_bert_ascii[c];
+                s.src_a = i;
+                s.src_b = i + 1;
                 if (!s.in_word && !cls && s.cache) { /* a whole ASCII word: at once */
                     size_t j = i + 1;
                     while (j < len && t[j] < 0x80u && !et_bert_ascii[t[j]]) j++;
@@ -364,6 +423,8 @@ int et_wordpiece_run(et_ws *ws, const et_model *m, const uint8_t *t, size_t len,
         }
         uint32_t cp = et_utf8_decode(t, len, i, &k);
         const uint8_t *p = t + i;
+        s.src_a = i;
+        s.src_b = i + k;
         if (cp == 0xFFFFFFFFu) {
             cp = 0xFFFDu;
             p = fffd;
@@ -400,4 +461,26 @@ int et_wordpiece_run(et_ws *ws, const et_model *m, const uint8_t *t, size_t len,
     if (s.rc == ET_OK) end_word(&s);
     *n_out = s.n;
     return s.rc;
+}
+
+int et_wordpiece_run(et_ws *ws, const et_model *m, const uint8_t *t, size_t len, uint32_t *out,
+                     size_t cap, size_t *n_out)
+{
+    return wordpiece(ws, m, t, len, out, NULL, cap, n_out);
+}
+
+int et_encode_spans(et_ws *ws, const char *text, size_t len, uint32_t *out, size_t *spans,
+                    size_t cap, size_t *n_out)
+{
+    if (!ws || (!text && len) || !out || !spans || !n_out || len > 0xFFFFFFFEu) return ET_E_ARG;
+    const et_model *m = et_ws_model(ws);
+    if (m->kind != ET_KIND_WORDPIECE) return ET_E_ARG;
+    *n_out = 0;
+    int rc = wordpiece(ws, m, (const uint8_t *)text, len, out, spans, cap, n_out);
+    if (rc == ET_E_WORKSPACE) { /* room for the longest word there can be */
+        size_t chars = m->wp.max_chars < len ? m->wp.max_chars : len;
+        et_ws_set_need(ws, 8u * (chars + 1u));
+    }
+    if (rc != ET_OK) *n_out = 0;
+    return rc;
 }

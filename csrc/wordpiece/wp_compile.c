@@ -133,7 +133,7 @@ int et_compile_wordpiece(const char *bytes, const uint32_t *off, const uint32_t 
     uint8_t *kbytes = malloc(kb);
     uint32_t *koff = malloc(((size_t)nk + 1) * 4), *kids = malloc((size_t)nk * 4);
     wp_fill w = {NULL, NULL, 0, 0, NULL};
-    et_wparam wp = {unk_id, cls_id, sep_id, flags, max_chars, 0};
+    et_wparam wp = {unk_id, cls_id, sep_id, flags, max_chars, 0, (uint32_t)pl};
     w.wp = &wp;
     int rc = ET_OK;
     if (!kbytes || !koff || !kids) {
