@@ -1043,18 +1043,21 @@ int et_run_extends(const et_model *m, const char *text, size_t from, size_t len,
 /* ---- a long last piece, settled (ET_SETTLE) ------------------------------------------------
  * A stream can hold megabytes without a cut (one letter repeated, a line of emoji): the tokens
  * of such a piece that no following text can change come out early, so memory stays bounded.
- * BPE side: BPE(p[0..e)) is BPE(p[0..e - |last[e]|)) followed by last[e] (the table above), so
- * the encoding of every prefix is a chain of last tokens back to 0. A position x that every
- * chain from (q - L, q] passes through (L: the longest token) is on the chain of every end
- * e >= q, and then BPE(p[0..e)) = BPE(p[0..x)) + BPE(p[x..e)) for all of them (a sequence of
- * valid pairs is the encoding of its bytes): the first part is settled, the rest is the
- * encoding of p[x..e) on its own. Pretokenizer side: the piece that starts at the cut i ends
- * at piece_floor() or later whatever follows, and from a character boundary x before that
- * floor (two characters of the run or a line break after x) the pretokenizer finds the same
- * end as from i, so the text from x on pretokenizes as the rest of the whole text does. */
+ * BPE side: the encoding of a text is the one token sequence whose adjacent pairs are all
+ * valid (the backtracking encoder's theorem), so BPE(p[0..e)) passes through a position y iff
+ * BPE(p[0..y)) followed by BPE(p[y..e)) has a valid pair where they meet. A window p[0..q) is
+ * encoded (backtracking encoder), y is taken at one of its token ends some 3L bytes before q
+ * (L: the longest token), and that test is made for every end in (q - L, q] with a table of
+ * the last token of every prefix of p[y..q) (et_piece_grow's): then every longer text passes
+ * through y too (its encoding ends in one of those positions' encodings), and BPE(p[0..y)),
+ * the window's tokens up to y, are settled. Cost: the window's encoding plus about 3L bytes
+ * of table a window. Pretokenizer side: the piece that starts at the cut i ends at
+ * piece_floor() or later whatever follows, and from a character boundary y before that floor
+ * (two characters of the run or a line break after y) the pretokenizer finds the same end as
+ * from i, so the text from y on pretokenizes as the rest of the whole text does. */
 
 #ifndef SETTLE_WINDOW_OVERRIDE
-#define SETTLE_WINDOW ((size_t)1 << 20) /* positions per table (5 bytes each) */
+#define SETTLE_WINDOW ((size_t)1 << 20) /* bytes encoded a window at most */
 #else
 #define SETTLE_WINDOW ((size_t)SETTLE_WINDOW_OVERRIDE)
 #endif
@@ -1082,60 +1085,81 @@ static size_t piece_floor(const et_model *m, const uint8_t *t, size_t i, size_t 
     return end - i > 4 ? end - 4 : 0;
 }
 
+/* Whether BPE of the text before y, ending in token prev, and of y[0..r), for every end in
+ * (r - L, r], meet with a valid pair (see above). loc: r numbers, walks: 2 (L + 1). */
+static int meets(et_ws *ws, const uint8_t *y, size_t r, uint32_t prev, uint32_t *loc,
+                 uint32_t *walks, int *rc)
+{
+    const et_model *m = ws->m;
+    const size_t L = m->max_token_len;
+    size_t nw = 0;
+    if ((*rc = grow(ws, y, 0, r, loc, NULL, walks, &nw))) return 0;
+    for (size_t h = r; h > r - L; h--) { /* each end's encoding, back to its first token */
+        uint32_t first = ET_NONE;
+        for (size_t x = h; x > 0;) {
+            const uint8_t *b;
+            uint32_t tl = et_tok(m, loc[x - 1], &b);
+            if (!tl || tl > x) {
+                *rc = ET_E_FORMAT; /* a damaged model */
+                return 0;
+            }
+            first = loc[x - 1];
+            x -= tl;
+        }
+        if (!valid_pair_cached(ws, prev, first)) return 0;
+    }
+    return 1;
+}
+
 /* Encodes the settled part of the piece t[i..len) that starts at a cut (model: grows()):
  * ids to out[*n..cap) (out NULL: counted only), *n and *at moved past them. Works in windows
- * of the workspace's size; stops at one that settles nothing, or whose ids would not fit. */
+ * that fit the output (or, counting, the workspace); stops at one that settles nothing. */
 static int settle(et_ws *ws, const uint8_t *t, size_t i, size_t len, uint32_t *out, size_t cap,
                   size_t *n, size_t *at)
 {
     const et_model *m = ws->m;
-    const size_t L = m->max_token_len, stop = piece_floor(m, t, i, len);
-    uint32_t *walks = (uint32_t *)ws->mem; /* then last[w], then a mark byte per position */
-    size_t w = (WS_PER_BYTE * (ws->cap + 1) - 8 * (L + 1)) / 5;
+    /* y is looked for between K and R bytes before the window's end */
+    const size_t L = m->max_token_len, K = 3 * L + 16, R = K + 8 * L;
+    const size_t stop = piece_floor(m, t, i, len);
+    /* the workspace: walks, the local table (R + 1), then the window's dead-end bits and,
+     * counting, its ids */
+    uint32_t *walks = (uint32_t *)ws->mem, *loc = walks + 2 * (L + 1);
+    uint64_t *live = (uint64_t *)ws->mem + (2 * (L + 1) + R + 1) / 2 + 1;
+    const size_t used = (size_t)((uint8_t *)live - (uint8_t *)ws->mem), room = WS_PER_BYTE * (ws->cap + 1);
+    if (room < used + 1024) return ET_OK;
+    size_t w = out ? (room - used - 16) * 8 : (room - used - 16) / 5; /* bits; or ids and bits */
+    uint32_t *ids = out ? NULL : (uint32_t *)(live + w / 64 + 2);
     if (w > SETTLE_WINDOW) w = SETTLE_WINDOW;
-    uint32_t *last = walks + 2 * (L + 1);
-    uint8_t *mark = (uint8_t *)(last + w);
     size_t p = i;
-    while (w >= 4 * L + 64 && stop > p && stop - p > 2 * L + 8) {
-        const size_t q = stop - p < w ? stop - p : w; /* the prefixes t[p..p + x), x <= q */
-        size_t nw = 0, found = 0, reach = q + 1;
-        int rc = grow(ws, t + p, 0, q, last, NULL, walks, &nw);
-        if (rc) return rc;
-        memset(mark, 0, q + 1);
-        /* down from q: x is on every chain from [head, q] if no chain node above x steps
-         * below it (reach); take the highest such x that is a character boundary */
-        const size_t head = q - L + 1;
-        for (size_t x = q; x > 0; x--) {
-            if (x < head && !mark[x]) continue; /* on no chain */
-            if (x <= head && reach >= x && (t[p + x] & 0xC0u) != 0x80u) {
-                found = x;
-                break;
-            }
-            const uint8_t *b;
-            uint32_t tl = et_tok(m, last[x - 1], &b);
-            if (!tl || tl > x) return ET_E_FORMAT; /* a damaged model */
-            mark[x - tl] = 1;
-            if (x - tl < reach) reach = x - tl;
-        }
-        if (!found) break;
-        size_t k = 0; /* the chain from found back to 0, in order */
-        for (size_t y = found; y > 0; k++) {
-            const uint8_t *b;
-            uint32_t tl = et_tok(m, last[y - 1], &b);
-            if (!tl || tl > y) return ET_E_FORMAT;
-            y -= tl;
-        }
+    int rc = ET_OK;
+    while (stop > p && stop - p > R) {
+        size_t q = stop - p < w ? stop - p : w;
         if (out) {
-            if (k > cap - *n) break;
-            size_t y = found;
-            for (size_t j = k; j > 0; j--) {
-                const uint8_t *b;
-                out[*n + j - 1] = last[y - 1];
-                y -= et_tok(m, last[y - 1], &b);
-            }
+            if (cap - *n < q) q = cap - *n;
+            ids = out + *n;
         }
-        *n += k;
-        p += found;
+        if (q <= R) break;
+        size_t k = bt_merge(ws, m, t + p, (uint32_t)q, live, ids), y = q, j = k;
+        if (!k) return ET_E_FORMAT;
+        int found = 0;
+        for (int tries = 0; j > 0 && tries < 4 && q - y <= R;) { /* token ends, K before q on */
+            const uint8_t *b;
+            uint32_t tl = et_tok(m, ids[j - 1], &b);
+            if (!tl || tl > y) return ET_E_FORMAT;
+            if (y <= q - K && (t[p + y] & 0xC0u) != 0x80u) {
+                tries++;
+                if (meets(ws, t + p + y, q - y, ids[j - 1], loc, walks, &rc)) {
+                    found = 1;
+                    break;
+                }
+                if (rc) return rc;
+            }
+            y -= tl;
+            j--;
+        }
+        if (!found || y == 0) break;
+        *n += j;
+        p += y;
     }
     *at = p;
     return ET_OK;
