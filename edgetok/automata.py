@@ -6,20 +6,24 @@ state a token boundary reaches, the tokens whose bytes the DFA can read and wher
 Stepping and masks then cost a binary search and a memset, with no allocation.
 
 canonical=False: a token is allowed iff, after it, the text is still a prefix of a string of
-the language (outlines-core's Index computes the same masks). Special tokens are never
+the language (outlines-core's Index computes the same masks, but for a rule of its own:
+README). Special tokens are never
 allowed; the caller adds its end-of-sequence token where is_accepting says the text is
 complete (RegexLogitsProcessor does).
 
-canonical=True (BPE models with backtracking tables and a C pretokenizer): in addition, a
-token t after the token l is allowed only if BPE could put them side by side: (l, t) is a
-valid pair (BPE of l's bytes followed by t's is [l, t]: their place inside one piece), or the
-pretokenizer may cut between them (it cuts there in l's bytes followed by t's, or both sides
-are numbers). Guaranteed (sound): the canonical encoding of every string of the language walks
-the automaton to an accepting state with every token allowed. Not guaranteed (precision): a
-walk to acceptance need not be canonical, because a pair is judged without the text before l
-or after t (the pretokenizer's look-behind through its piece and look-ahead); README gives the
-measured fraction. Masks in canonical mode test each of the state's tokens against the last
-token, so they cost more than plain ones.
+canonical=True (BPE models with backtracking tables and a C pretokenizer): the state also
+holds the last two tokens, and a token t after the token l is allowed only if BPE could put
+them side by side: inside one piece as a valid pair (BPE of l's bytes followed by t's is
+[l, t]), or across a cut the pretokenizer may make between them. The pretokenizer looks back
+through its piece and ahead of it, which the pair alone does not show, so the cut (or its
+absence) is looked for in probes: the known text (the token before l, or the start of the
+text) with one character of each class the pretokenizers branch on before it, and one after t
+(or the end of the text, for is_accepting). Guaranteed (sound): the canonical encoding of
+every string of the language walks the automaton to an accepting state with every token
+allowed. Not guaranteed (precision): a walk to acceptance need not be canonical (a probe may
+allow a cut this text does not have), and a token may lead to a state from which nothing
+canonical goes on; README gives the measured fractions. Canonical masks test each of the
+state's tokens against the last one, so they cost more than plain ones.
 """
 from __future__ import annotations
 

@@ -371,3 +371,23 @@ def test_sanitized(tmp_path, enc):  # type: ignore[no-untyped-def]
                 p = subprocess.run([str(exe), model, str(dfa), flags, "60", str(i)],
                                    capture_output=True, env=env, timeout=300)
                 assert p.returncode == 0, (pattern, flags, p.stderr.decode()[-3000:])
+
+
+def test_cli_regex():  # type: ignore[no-untyped-def]
+    """`edgetok regex PATTERN --canonical --sample N --json`: samples are strings of the
+    language whose ids are tiktoken's, and the walk that made each is those ids."""
+    import json
+    import sys
+
+    pattern = PATTERNS["phone"]
+    p = subprocess.run([sys.executable, "-m", "edgetok_cli.main", "regex", pattern, "--canonical",
+                        "--sample", "5", "--seed", "1", "--json"], capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr.decode()
+    d = json.loads(p.stdout)
+    ref = reference.tiktoken_encoding("cl100k_base")
+    assert d["canonical"] and d["dfa_states"] >= d["token_states"] > 0 and len(d["samples"]) == 5
+    for smp in d["samples"]:
+        assert regex.fullmatch(pattern, smp["text"]) and smp["ids"] == ref.encode_ordinary(smp["text"])
+    bad = subprocess.run([sys.executable, "-m", "edgetok_cli.main", "regex", "a(?=b)"],
+                         capture_output=True, timeout=120)
+    assert bad.returncode == 1 and b"not supported" in bad.stderr

@@ -8,10 +8,11 @@
  * allowed id. Nothing is allocated after building; an automaton is read-only, so any number
  * of threads may use it.
  *
- * Canonical automata (ET_AUT_CANONICAL) also carry the last token in the state (row *
- * (n_vocab + 1) + last + 1) and allow a token t after token l only where BPE could put them
- * side by side: (l, t) is a valid pair (the backtracking encoder's test: same piece), or the
- * pretokenizer may cut between them (a different piece; see probe()).
+ * Canonical automata (ET_AUT_CANONICAL) also carry the last two tokens in the state
+ * ((row * (n_vocab + 1) + l2 + 1) * (n_vocab + 1) + l + 1, 0 for none) and allow a token t
+ * after token l only where BPE could put them side by side: inside one piece as a valid pair
+ * (the backtracking encoder's test), or across a cut the pretokenizer may make between them
+ * (see probe()). Sound (a canonical encoding is never refused; tested), not exact.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -335,7 +336,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     if (!split_state(a, state, &c)) return ET_E_ARG;
     if (bits) memset(bits, 0, nbytes);
     const int canon = (a->flags & ET_AUT_CANONICAL) && c.l != ET_NONE;
-    /* probe() depends on t only through its head: remembered by head (up to 15 bytes) */
+    /* probe answers by t's head (up to 15 bytes) and what was asked */
     uint64_t memo_key[AUT_MEMO][2];
     uint8_t memo_ans[AUT_MEMO];
     if (canon) memset(memo_key, 0, sizeof memo_key);
@@ -345,7 +346,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
         if (canon) {
             size_t nt = 0;
             const uint8_t *q = pair_head(a->m, t, &nt);
-            if (q) {
+            if (q) { /* probe() depends on t only through its head: remembered by head */
                 const int want = et_valid_pair(a->m, c.l, t) ? AUT_CUT | AUT_INSIDE : AUT_CUT;
                 int ans;
                 uint64_t key[2] = {0, 0};

@@ -1,0 +1,132 @@
+"""Token-level automata side by side in one run: edgetok's regex_automaton (plain and
+canonical), outlines-core's Index (compile) and llguidance's LLMatcher (compile, mask per
+token), on the structured-output patterns, for cl100k_base and o200k_base.
+
+    python bench/automata.py [--encodings cl100k_base,o200k_base] [--repeat 20]
+
+Compile: the best of --compile-repeat runs, from a pattern to a ready automaton (outlines-core
+and edgetok build every state's mask up front; llguidance compiles lazily and makes masks on
+demand, so its compile is small and its masks cost more). Mask: the mean time to produce the
+allowed-token bitset at each step of a string of the pattern (its canonical encoding), as a
+decoding loop asks for it, Python call included: edgetok's allowed_into (a reused buffer),
+llguidance's fill_next_token_bitmask (a reused numpy array). Peers missing: their columns say
+"-". Memory: edgetok's automaton (et_automaton_bytes).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import edgetok  # noqa: E402
+import reference  # noqa: E402
+from parallel import best  # noqa: E402  (the best of n timed runs)
+
+CASES = [  # (name, pattern, a string of it)
+    ("iso_date", r"[0-9]{4}-[0-9]{2}-[0-9]{2}", "2026-11-24"),
+    ("email", r"[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}", "jane.doe+news@example.co.uk"),
+    ("phone", r"\([0-9]{3}\) [0-9]{3}-[0-9]{4}", "(555) 123-4567"),
+    ("enum", r"(yes|no|maybe|unknown)", "maybe"),
+    ("integer", r"-?(0|[1-9][0-9]*)", "-1234567"),
+    ("float", r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?", "-12.375e-3"),
+    ("json", r'\{"name": "[^"]{1,20}", "age": [0-9]{1,3}\}', '{"name": "Ann Lee", "age": 42}'),
+    ("lower_words", r"[a-z ]{0,40}", "the quick brown fox jumps over a dog"),
+]
+
+
+def per_step(steps: "list[object]", mask, repeat: int) -> float:  # type: ignore[no-untyped-def]
+    t = time.perf_counter()
+    for _ in range(repeat):
+        for s in steps:
+            mask(s)
+    return (time.perf_counter() - t) / (repeat * len(steps))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--encodings", default="cl100k_base,o200k_base")
+    ap.add_argument("--repeat", type=int, default=20, help="mask rounds over a string's steps")
+    ap.add_argument("--compile-repeat", type=int, default=3)
+    args = ap.parse_args()
+    try:
+        import outlines_core as oc
+    except ImportError:
+        oc = None
+    try:
+        import llguidance
+        import llguidance.tiktoken
+        from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
+    except ImportError:
+        llguidance = None
+    for name in args.encodings.split(","):
+        enc = edgetok.get_encoding(name)
+        ref = reference.tiktoken_encoding(name)
+        print(f"\n{name}  (compile ms; mask us per step; memory KB)")
+        voc = lt = None
+        if oc is not None:
+            t = time.perf_counter()
+            vocab: dict[bytes, list[int]] = {}
+            for i in range(enc.model.n_vocab):
+                b = enc.model.token_bytes(i)
+                if b and not enc.is_special_token(i):
+                    vocab.setdefault(b, []).append(i)
+            voc = oc.Vocabulary(enc.eot_token, vocab)
+            print(f"  outlines-core Vocabulary: {(time.perf_counter() - t) * 1e3:.0f} ms (once)")
+        if llguidance is not None:
+            t = time.perf_counter()
+            lt = llguidance.tiktoken.lltokenizer_from_encoding(ref)
+            print(f"  llguidance tokenizer: {(time.perf_counter() - t) * 1e3:.0f} ms (once)")
+        head = (f"  {'pattern':12} {'edgetok':>8} {'canon':>8} {'outlines':>9} {'llg':>7} | "
+                f"{'edgetok':>8} {'canon':>8} {'llg':>8} | {'mem KB':>7} {'canon/plain':>11}")
+        print(head)
+        for key, pattern, text in CASES:
+            ids = ref.encode_ordinary(text)
+            c_plain = best(lambda: enc.regex_automaton(pattern), args.compile_repeat)
+            c_canon = best(lambda: enc.regex_automaton(pattern, canonical=True), args.compile_repeat)
+            c_oc = best(lambda: oc.Index(pattern, voc), args.compile_repeat) if voc is not None else None
+            c_llg = None
+            if lt is not None:
+                grammar = llguidance.grammar_from("regex", pattern)
+                c_llg = best(lambda: llguidance.LLMatcher(lt, grammar), args.compile_repeat)
+            masks = {}
+            for canonical in (False, True):
+                a = enc.regex_automaton(pattern, canonical=canonical)
+                buf = bytearray((a.n_vocab + 7) // 8)
+                states, s = [], a.start
+                for t in ids:
+                    states.append(s)
+                    s = a.next(s, t)
+                assert s >= 0 and a.is_accepting(s), (key, canonical)
+                masks[canonical] = per_step(states, lambda st: a.allowed_into(st, buf), args.repeat)
+                if not canonical:
+                    memory = a.memory
+            m_llg = None
+            if lt is not None:
+                m = llguidance.LLMatcher(lt, llguidance.grammar_from("regex", pattern))
+                bm = allocate_token_bitmask(1, lt.vocab_size)
+                total, n = 0.0, 0
+                for _ in range(args.repeat):
+                    m.reset()
+                    for t in ids:
+                        t0 = time.perf_counter()
+                        fill_next_token_bitmask(m, bm, 0)
+                        total += time.perf_counter() - t0
+                        n += 1
+                        assert m.consume_token(t), (key, t)
+                m_llg = total / n
+
+            def ms(x: "float | None") -> str:
+                return "-" if x is None else f"{x * 1e3:.1f}"
+
+            def us(x: "float | None") -> str:
+                return "-" if x is None else f"{x * 1e6:.1f}"
+            print(f"  {key:12} {ms(c_plain):>8} {ms(c_canon):>8} {ms(c_oc):>9} {ms(c_llg):>7} | "
+                  f"{us(masks[False]):>8} {us(masks[True]):>8} {us(m_llg):>8} | "
+                  f"{memory / 1024:7.0f} {masks[True] / masks[False]:10.1f}x")
+
+
+if __name__ == "__main__":
+    main()
