@@ -575,7 +575,9 @@ def count_chat(enc: "edgetok.Encoding", path: str, chat_model: str | None,
 @cli.command(context_settings=CONTEXT)
 @click.argument("file", default="-")
 @click.option("-n", "--max-tokens", type=click.IntRange(1), required=True,
-              help="Tokens per chunk at most (counted on the chunk's own text).")
+              help="Tokens per chunk at most (counted on the chunk's own text, with the "
+              "special tokens encode adds around it: BERT's [CLS] / [SEP], a tokenizer.json's "
+              "post-processor).")
 @click.option("--overlap", type=click.IntRange(0), default=0, show_default=True,
               help="Start each chunk up to this many tokens before the previous one ends.")
 @click.option("--boundary", type=click.Choice(["paragraph", "line", "sentence", "char"]),
@@ -588,18 +590,22 @@ def count_chat(enc: "edgetok.Encoding", path: str, chat_model: str | None,
 @model_options
 @click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict",
               show_default=True, help=ERRORS_HELP)
+@add_special_option
 def chunk(file: str, max_tokens: int, overlap: int, boundary: str, fmt: str, encoding: str,
-          model: str | None, errors: str) -> None:
+          model: str | None, errors: str, add_special: bool | None) -> None:
     """Cut FILE (default: stdin) into chunks of at most N tokens, exactly.
 
     Chunks end between characters, and without --overlap they concatenate back to the input
     byte for byte. Special-token text such as <|endoftext|> is counted as ordinary text.
+    WordPiece models (BERT, embedding models) end chunks after whole words, and count the
+    [CLS] / [SEP] that encode adds (so -n 512 fits a 512-token window).
 
     \b
     Examples:
       edgetok chunk book.txt --max-tokens 512 > chunks.jsonl
       edgetok chunk notes.md -n 256 --boundary paragraph --overlap 32
       cat log.txt | edgetok chunk -n 1000 --format text
+      edgetok chunk docs.txt -n 512 --model all-MiniLM-L6-v2/tokenizer.json
     """
     from edgetok.stream import chunk_stream
 
@@ -610,7 +616,8 @@ def chunk(file: str, max_tokens: int, overlap: int, boundary: str, fmt: str, enc
     blocks = (t.encode("utf-8", "surrogatepass") for t in text_chunks(file, errors, out=out))
     try:
         for i, (a, b, n, raw) in enumerate(chunk_stream(enc, blocks, max_tokens, overlap=overlap,
-                                                        boundary=boundary)):
+                                                        boundary=boundary,
+                                                        add_special_tokens=add_special)):
             text = raw.decode("utf-8")
             if fmt == "jsonl":
                 out.write(json.dumps({"index": i, "tokens": n, "start": a, "end": b,

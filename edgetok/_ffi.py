@@ -407,8 +407,9 @@ class Model:
                 check(rc, "count")
             self._ws(lib.et_ws_need(self._scratch.ws))
 
-    def _bpe_only(self, what: str) -> None:
-        if self.kind != "bpe":
+    def _bpe_only(self, what: str, wordpiece: bool = False) -> None:
+        """Refuses a model the operation does not work with (wordpiece: WordPiece works)."""
+        if self.kind != "bpe" and not (wordpiece and self.kind == "wordpiece"):
             family = "WordPiece" if self.kind == "wordpiece" else "SentencePiece"
             raise ModelError(f"{what} works with BPE encodings only, not with {family} "
                              f"models ({self.source})")
@@ -431,7 +432,7 @@ class Model:
         if self.regex_split:
             total = self.count(data[start:end])[0]
             return total if total <= limit else None
-        self._bpe_only("counting up to a limit")
+        self._bpe_only("counting up to a limit", wordpiece=True)
         res = ffi.new("size_t[2]")
         total, pos = 0, start
         end = len(data) if end is None else end
@@ -452,7 +453,7 @@ class Model:
     def split_at(self, data: bytes, n: int, start: int = 0) -> tuple[int, list[int]]:
         """(cut, ids): see et_split_at, for data[start:] (not copied). data[start:start + cut]
         encodes to ids, len(ids) <= n."""
-        self._bpe_only("splitting after n tokens")
+        self._bpe_only("splitting after n tokens", wordpiece=True)
         if self.drops_bytes:
             raise ModelError(f"splitting after n tokens is not available for {self.source}: it "
                              "drops bytes it has no token for, so tokens do not cover the text")

@@ -110,16 +110,20 @@ def _breaks(chunk: bytes, kind: str) -> list[int]:
 
 
 def chunks(enc: "Encoding", data: bytes, max_tokens: int, *, overlap: int = 0,
-           boundary: str = "char") -> Iterator[tuple[int, int, int]]:
+           boundary: str = "char", add_special_tokens: bool | None = None
+           ) -> Iterator[tuple[int, int, int]]:
     """Cut UTF-8 data into chunks of at most max_tokens tokens each (counted on the chunk's own
-    text), at character boundaries: yields (start, end, tokens) byte offsets. Without overlap
-    the chunks tile data exactly. boundary prefers to end a chunk after the last paragraph,
-    line or sentence break that fits (falling back to the next finer kind, then to the exact
-    token cut); overlap starts each chunk up to that many tokens before the previous end."""
+    text, with what encode(chunk, add_special_tokens=...) adds around it: a tokenizer.json's
+    post-processor tokens, BERT's [CLS] / [SEP]; nothing for tiktoken's encodings), at
+    character boundaries: yields (start, end, tokens) byte offsets. Without overlap the chunks
+    tile data exactly. boundary prefers to end a chunk after the last paragraph, line or
+    sentence break that fits (falling back to the next finer kind, then to the exact token
+    cut); overlap starts each chunk up to that many tokens before the previous end. WordPiece
+    models end chunks after whole words unless a single word takes more than max_tokens."""
     from .stream import chunk_stream  # (the same over text that arrives in blocks)
 
     for start, end, n, _ in chunk_stream(enc, (data,), max_tokens, overlap=overlap,
-                                         boundary=boundary):
+                                         boundary=boundary, add_special_tokens=add_special_tokens):
         yield start, end, n
 
 

@@ -200,18 +200,26 @@ class Decoder:
 
 
 def chunk_stream(enc: Encoding, blocks: Iterable[bytes], max_tokens: int, *, overlap: int = 0,
-                 boundary: str = "char") -> Iterator[tuple[int, int, int, bytes]]:
+                 boundary: str = "char", add_special_tokens: bool | None = None
+                 ) -> Iterator[tuple[int, int, int, bytes]]:
     """edgetok.budget.chunks over UTF-8 text that arrives in blocks: the same (start, end,
     tokens) as chunks() of the whole text, each with the chunk's bytes. A chunk is decided on
     the text from its start up to a safe cut (one no later text can move) past max_tokens
     tokens, which the whole text encodes exactly as that stretch does; so memory holds a block
-    and that stretch, not the text."""
+    and that stretch, not the text. The tokens that encode(chunk, add_special_tokens=...) puts
+    around a chunk (a tokenizer.json's post-processor, BERT's [CLS] / [SEP]) count too."""
     from .budget import BOUNDARIES, _breaks, _complete
 
+    added = sum(map(len, enc._special_wrap(add_special_tokens)))
     if max_tokens < 1:
         raise ValueError("max_tokens must be at least 1")
+    if max_tokens <= added:
+        raise ValueError(f"max_tokens must be more than the {added} special tokens added to "
+                         "each chunk (none with --no-add-special-tokens, add_special_tokens=False)")
+    max_tokens -= added
     if not 0 <= overlap < max_tokens:
-        raise ValueError("overlap must be at least 0 and less than max_tokens")
+        raise ValueError("overlap must be at least 0 and less than max_tokens"
+                         + (f" less the {added} special tokens" if added else ""))
     if boundary not in BOUNDARIES:
         raise ValueError(f"boundary must be one of {', '.join(BOUNDARIES)}")
     model = enc.model
@@ -263,14 +271,16 @@ def chunk_stream(enc: Encoding, blocks: Iterable[bytes], max_tokens: int, *, ove
                 else:
                     continue
                 break
-        yield pos, pos + end, n, window[:end]
+        yield pos, pos + end, n + added, window[:end]
         if final and end >= len(window):
             return
         nxt = end
         if overlap:
             own, _ = model.encode(window[:end])
-            keep = sum(len(model.token_bytes(t) or b"") for t in own[: len(own) - overlap])
-            nxt = keep
+            if model.kind == "wordpiece":  # (tokens are normalised text, not the text's bytes)
+                nxt = model.split_at(window[:end], len(own) - overlap)[0] if len(own) > overlap else 0
+            else:
+                nxt = sum(len(model.token_bytes(t) or b"") for t in own[: len(own) - overlap])
             while nxt < end and window[nxt] & 0xC0 == 0x80:  # forward to a character start
                 nxt += 1
             if nxt <= 0:

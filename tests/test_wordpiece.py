@@ -546,3 +546,128 @@ def test_offsets_real_text_and_long_words(minilm, corpora, tmp_path) -> None:  #
     ends = [2 + 39 * k for k in range(1, 770)] + [2 + n]
     assert ids == want
     assert offsets == [(0, 1), *zip([2] + ends[:-1], ends), (n + 3, n + 4)]
+
+
+# -- token budgets, chunks and streaming (a WordPiece "piece" is a word) --------------------
+
+MORE = ["", " ", "a", "A", "\u0301", "\u00e9", "##", "'s", "ing", "\u4e2d", ".", "\n", "x y",
+        "\x00", "\U0001d165"]
+
+
+def check_budgets(enc, ref, text: str, n: int) -> None:  # type: ignore[no-untyped-def]
+    """split_at, count_till_limit and a non-final encode against tokenizers' bare ids."""
+    def bare(t: str) -> list[int]:
+        return ref.encode(t, add_special_tokens=False).ids
+
+    whole = bare(text)
+    i, ids = enc.split_at(text, n)
+    assert len(ids) <= n and ids == whole[:len(ids)] == bare(text[:i]), (i, ids)
+    if len(whole) <= n:
+        assert i == len(text)
+    elif ids and bare(text[i:]) != whole[len(ids):]:
+        # a word was cut in two: only when no whole word fits, so the cut is in the first
+        words = ref.pre_tokenizer.pre_tokenize_str(ref.normalizer.normalize_str(text[:i]))
+        assert len(words) == 1, (text[:i], words)
+    assert enc.count_till_limit(text, n) == (len(whole) if len(whole) <= n else None)
+    data = text.encode("utf-8", "surrogatepass")
+    got, used = enc.model.encode(data, final=False)
+    assert used <= len(data) and enc.model.count(data, final=False) == (len(got), used)
+    for more in MORE:  # what came out is final whatever follows
+        full = (data + more.encode()).decode("utf-8", "replace")
+        assert got + enc.model.encode(data[used:] + more.encode())[0] == bare(full), repr(more)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([None, *CONFIGS]), texts, st.integers(0, 40))
+def test_budgets_generated(minilm, trained, cfg, text, n) -> None:  # type: ignore[no-untyped-def]
+    path = minilm["tokenizer.json"] if cfg is None else trained[cfg]
+    check_budgets(edgetok.load(path), hf(path), text, n)
+
+
+def test_budgets_real_text(minilm_pair, corpora) -> None:  # type: ignore[no-untyped-def]
+    import random
+
+    enc, ref = minilm_pair
+    rnd = random.Random(18)
+    for text in corpora.values():
+        for _ in range(40):
+            a = rnd.randrange(len(text))
+            check_budgets(enc, ref, text[a:a + rnd.randrange(1, 3000)], rnd.choice([1, 5, 64, 512]))
+
+
+def test_chunks_fit_the_window(minilm_pair, corpora, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`edgetok chunk --model` on a WordPiece model: every chunk's ids with [CLS] / [SEP] (or
+    bare) are at most -n, chunks end after whole words and tile the input, and a chunk is the
+    longest that fits; streamed in small reads the same chunks come out."""
+    import subprocess
+    import sys
+
+    from edgetok.budget import chunks
+    from edgetok.stream import chunk_stream
+
+    enc, ref = minilm_pair
+    text = corpora["english"][:6000] + "\n\n" + corpora["multilingual"][:4000]
+    data = text.encode()
+    for n, overlap, add in [(512, 0, None), (40, 0, None), (40, 8, None), (20, 0, False),
+                            (64, 0, None)]:
+        got = list(chunks(enc, data, n, overlap=overlap, add_special_tokens=add))
+        small = [g[:3] for g in chunk_stream(enc, (data[k:k + 7] for k in range(0, len(data), 7)),
+                                             n, overlap=overlap, add_special_tokens=add)]
+        assert small == got
+        assert got[0][0] == 0 and got[-1][1] == len(data)
+        for (a, b, k), nxt in zip(got, got[1:] + [None]):
+            piece = data[a:b].decode()
+            ids = ref.encode(piece, add_special_tokens=add is not False).ids
+            assert k == len(ids) <= n
+            if nxt is not None:
+                assert (nxt[0] == b) if not overlap else (a < nxt[0] <= b)
+                # whole words: the next chunk's text encodes as the whole text does there
+                assert ref.encode(data[:b].decode(), add_special_tokens=False).ids == \
+                    ref.encode(text, add_special_tokens=False).ids[:len(ref.encode(
+                        data[:b].decode(), add_special_tokens=False).ids)]
+                if not overlap:  # the longest: one more word would not fit
+                    longer = data[a:nxt[1]].decode()
+                    assert len(ref.encode(longer, add_special_tokens=add is not False).ids) > n or \
+                        nxt[1] == b
+    f = tmp_path / "t.txt"
+    f.write_bytes(data)
+    p = subprocess.run([sys.executable, "-m", "edgetok_cli.main", "chunk", "--model",
+                        str(enc.model.source), "-n", "128", str(f)], capture_output=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    rows = [json.loads(r) for r in p.stdout.splitlines()]
+    assert [(r["start"], r["end"], r["tokens"]) for r in rows] == list(chunks(enc, data, 128))
+    assert "".join(r["text"] for r in rows) == text
+    p = subprocess.run([sys.executable, "-m", "edgetok_cli.main", "chunk", "--model",
+                        str(enc.model.source), "-n", "2", str(f)], capture_output=True, timeout=120)
+    assert p.returncode == 1 and b"special tokens" in p.stderr
+
+
+def test_stream_is_live_and_bounded(minilm, corpora, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`edgetok encode --model` on a WordPiece model writes the ids of what no later text can
+    change while the input pauses, and the whole is tokenizers' ids of the whole text."""
+    import os
+    import select
+    import subprocess
+    import sys
+    import time
+
+    ref = hf(minilm["tokenizer.json"])
+    first, second = "Hello world, the first part.\n", "And more\n"
+    p = subprocess.Popen([sys.executable, "-m", "edgetok_cli.main", "encode", "--model",
+                          str(minilm["tokenizer.json"])], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE)
+    assert p.stdin is not None and p.stdout is not None
+    p.stdin.write(first.encode())
+    p.stdin.flush()
+    early, deadline = b"", time.monotonic() + 60
+    want = ref.encode(first + second).ids
+    while time.monotonic() < deadline and len(early.split()) < len(ref.encode(first).ids) - 1:
+        if select.select([p.stdout], [], [], 1)[0]:
+            early += os.read(p.stdout.fileno(), 4096)
+    assert [int(x) for x in early.split()] == want[:len(early.split())] and early.strip()
+    p.stdin.write(second.encode())
+    p.stdin.close()
+    rest = p.stdout.read()
+    assert p.wait(30) == 0
+    assert [int(x) for x in (early + rest).split()] == want

@@ -619,11 +619,13 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
     size_t cut_end = 0; /* without ET_FINAL: where the piece that starts at cut ends */
     int rc = ET_OK;
     uint32_t one;
+    if (m->kind == ET_KIND_WORDPIECE)
+        return et_wordpiece_run(ws, m, t, len, final != 0, out, ends, PIECE_END, cap, limit,
+                                n_out, consumed);
     if (m->kind != ET_KIND_BPE) { /* one sentence: no cut, no limit, no offsets */
         *consumed = *n_out = 0;
         if (!final || ends || limit != SIZE_MAX) return final ? ET_E_ARG : ET_OK;
-        rc = m->kind == ET_KIND_UNIGRAM ? et_unigram_run(ws, m, t, len, out, cap, n_out)
-                                        : et_wordpiece_run(ws, m, t, len, out, cap, n_out);
+        rc = et_unigram_run(ws, m, t, len, out, cap, n_out);
         if (rc == ET_OK) *consumed = len;
         else *n_out = 0;
         return rc;
@@ -734,33 +736,39 @@ int et_split_at(et_ws *ws, const char *text_, size_t len, size_t n, uint32_t *id
         *k_out = m;
         return ET_OK;
     }
-    for (size_t k = n; k > 0; k--) {
-        size_t c = ends[k - 1] & ~PIECE_END;
-        if (!char_boundary(t, len, c)) continue;
-        /* the latest safe piece boundary q <= c among the first k tokens: the pieces before
-         * it are the same in text[0..c) as in text, so only text[q..c) needs checking */
-        size_t j = k, q = 0;
-        while (j > 0) {
-            size_t e = ends[j - 1];
-            if ((e & PIECE_END) && safe_cut(ws->m, t, len, e & ~PIECE_END)) {
-                q = e & ~PIECE_END;
-                break;
+    /* WordPiece: after a word's last token first (every word end is a safe cut there; a word
+     * is cut in two only when no whole word fits), then after any token */
+    const int wp = ws->m->kind == ET_KIND_WORDPIECE;
+    for (int pass = wp ? 0 : 1; pass < 2; pass++) {
+        for (size_t k = n; k > 0; k--) {
+            size_t c = ends[k - 1] & ~PIECE_END;
+            if ((pass == 0 && !(ends[k - 1] & PIECE_END)) || !char_boundary(t, len, c)) continue;
+            /* the latest safe piece boundary q <= c among the first k tokens: the pieces
+             * before it are the same in text[0..c) as in text, so only text[q..c) needs
+             * checking */
+            size_t j = k, q = 0;
+            while (j > 0) {
+                size_t e = ends[j - 1];
+                if ((e & PIECE_END) && (wp || safe_cut(ws->m, t, len, e & ~PIECE_END))) {
+                    q = e & ~PIECE_END;
+                    break;
+                }
+                j--;
             }
-            j--;
-        }
-        int same = 1;
-        if (q < c) {
-            size_t got = 0, u = 0;
-            if (cap - m < c - q) return ET_E_FULL;
-            rc = run(ws, t + q, c - q, ET_FINAL, ids + m, NULL, cap - m, SIZE_MAX, &got, &u);
-            if (rc) return rc;
-            same = got == k - j && memcmp(ids + m, ids + j, got * sizeof *ids) == 0;
-        }
-        if (same) {
-            for (size_t x = 0; x < k; x++) ends[x] &= ~PIECE_END;
-            *cut = c;
-            *k_out = k;
-            return ET_OK;
+            int same = 1;
+            if (q < c) {
+                size_t got = 0, u = 0;
+                if (cap - m < c - q) return ET_E_FULL;
+                rc = run(ws, t + q, c - q, ET_FINAL, ids + m, NULL, cap - m, SIZE_MAX, &got, &u);
+                if (rc) return rc;
+                same = got == k - j && memcmp(ids + m, ids + j, got * sizeof *ids) == 0;
+            }
+            if (same) {
+                for (size_t x = 0; x < k; x++) ends[x] &= ~PIECE_END;
+                *cut = c;
+                *k_out = k;
+                return ET_OK;
+            }
         }
     }
     *cut = 0;

@@ -99,8 +99,10 @@ static void unigram_checks(et_ws **ws, et_ws **fresh, const et_model *m, const u
 }
 
 /* WordPiece models: at most an id per byte; a space cuts the text into independent parts;
- * et_encode_spans gives the same ids, each from a non-empty range of the text, in order. */
-static void wordpiece_checks(et_ws **ws, const et_model *m, const uint8_t *t, size_t len)
+ * et_encode_spans gives the same ids, each from a non-empty range of the text, in order; the
+ * token budgets and streaming as for BPE (split_at after a whole word when one fits). */
+static void wordpiece_checks(et_ws **ws, const et_model *m, const uint8_t *t, size_t len,
+                             const uint32_t par[6])
 {
     size_t n = 0, na = 0, nb = 0, sp = 0, ns = 0;
     uint32_t *all = encode_all(ws, m, t, len, &n);
@@ -122,6 +124,44 @@ static void wordpiece_checks(et_ws **ws, const et_model *m, const uint8_t *t, si
         free(a);
         free(b);
     }
+
+    /* split_at: its own encoding is the text's first k <= budget tokens; a cut inside a word
+     * only when no word end fits */
+    size_t budget = par[2] % 48, cap = len + budget + 64, cut = 0, k = 0, nc = 0;
+    uint32_t *sids = fz_alloc(cap * 4);
+    size_t *ends = fz_alloc(cap * sizeof *ends);
+    CHECK(et_split_at(*ws, (const char *)t, len, budget, sids, ends, cap, &cut, &k) == ET_OK);
+    CHECK(cut <= len && k <= budget && char_boundary(t, len, cut));
+    uint32_t *own = encode_all(ws, m, t, cut, &nc);
+    CHECK(same_ids(own, nc, sids, k) && same_ids(sids, k, all, k));
+    if (n <= budget) CHECK(cut == len && k == n);
+    if (k) {
+        size_t nr = 0;
+        uint32_t *rest = encode_all(ws, m, t + cut, len - cut, &nr);
+        size_t sp = cut; /* a word cut in two: all k tokens are of that word, so nothing
+                          * before a space in the prefix has a token */
+        while (sp > 0 && t[sp - 1] != ' ') sp--;
+        if (!(nr == n - k && same_ids(rest, nr, all + k, nr)) && sp > 0)
+            CHECK(count_all_of(ws, m, t, sp - 1) == 0);
+        free(rest);
+    }
+    free(own);
+    free(sids);
+    free(ends);
+
+    /* count_limit; streaming: a prefix without ET_FINAL, then the rest from where it stopped */
+    size_t limit = par[3] % (n + 2), c = 0, used = 0, p = len ? par[0] % (len + 1) : 0, got = 0;
+    CHECK(et_count_limit(*ws, (const char *)t, len, limit, &c, &used) == ET_OK);
+    CHECK(n <= limit ? (c == n && used == len) : (c > limit && used <= len));
+    uint32_t *s = fz_alloc((p + 1) * 4);
+    CHECK(et_encode(*ws, (const char *)t, p, 0, s, p + 1, &got, &used) == ET_OK);
+    CHECK(used <= p && got <= n && same_ids(s, got, all, got));
+    size_t nr = 0, cc = 0, cu = 0;
+    uint32_t *rest = encode_all(ws, m, t + used, len - used, &nr);
+    CHECK(same_ids(rest, nr, all + got, n - got) && nr == n - got);
+    CHECK(et_count(*ws, (const char *)t, p, 0, &cc, &cu) == ET_OK && cc == got && cu == used);
+    free(rest);
+    free(s);
     free(all);
 }
 
@@ -308,7 +348,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         bpe_checks(&warm[pick], &fresh, m, data, size, par);
     else
         unigram_checks(&warm[pick], &fresh, m, data, size);
-    if (et_model_kind(m) == ET_MODEL_WORDPIECE) wordpiece_checks(&warm[pick], m, data, size);
+    if (et_model_kind(m) == ET_MODEL_WORDPIECE) wordpiece_checks(&warm[pick], m, data, size, par);
     free(fresh);
     return 0;
 }

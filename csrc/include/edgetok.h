@@ -145,7 +145,8 @@ size_t et_ws_need(const et_ws *ws);
 
 /* Flags for the encode family. */
 #define ET_FINAL 1u /* the text is complete. Without it, work stops at the last cut that no
-                       following text can move, and *consumed says where it is. */
+                       following text can move, and *consumed says where it is (WordPiece:
+                       after ASCII whitespace or punctuation; SentencePiece: none, 0). */
 #define ET_SETTLE 2u /* without ET_FINAL: when the text after that cut is one long piece (a
                         line of one letter, no cut for megabytes), also encode the leading part
                         of it whose tokens no following text can change (BPE models with
@@ -170,6 +171,8 @@ int et_count(et_ws *ws, const char *text, size_t len, unsigned flags,
              size_t *count, size_t *consumed);
 
 /* ---- token budgets (the text is complete: ET_FINAL is implied) -------------------------- */
+/* BPE and WordPiece models (a WordPiece "piece" is a word; et_split_at cuts a word in two only
+ * when no whole word fits). */
 
 /* Counts like et_count, but stops after the piece that takes the count past limit: then
  * *count > limit (not the total) and *consumed < len unless that piece ended the text. */

@@ -64,6 +64,12 @@ typedef struct {
     uint32_t pend[PENDING];    /* code point << 8 | combining class */
     uint32_t pend_src[PENDING][2]; /* their characters' places in the text (offsets) */
     size_t *spans;             /* et_encode_spans: each token's text range; NULL: none */
+    size_t *ends;              /* each token's end offset, end_flag on a word's last; or NULL */
+    size_t end_flag;
+    size_t limit;              /* stop after the word that takes the count past it */
+    int stop;                  /* (then nothing more is emitted) */
+    size_t done;               /* with stop: the text up to the end of that word */
+    size_t word_end;           /* the end of the word's last character in the text */
     uint32_t (*src)[2];        /* with spans: the text range of each character of the word */
     size_t src_cap;            /* characters src holds */
     size_t src_a, src_b;       /* the text range of the input character being normalised */
@@ -88,10 +94,10 @@ static inline void emit(wp *s, uint32_t id)
     s->n++;
 }
 
-/* A token of the word (spans): the text range of the characters it covers. */
+/* A token of the word (spans, ends): the text range of the characters it covers. */
 static inline void emit_tok(wp *s, uint32_t id)
 {
-    if (s->spans && s->out && s->n < s->cap) {
+    if ((s->spans || s->ends) && s->out && s->n < s->cap) {
         const uint8_t *p = NULL;
         uint32_t l = et_tok(s->m, id, &p), skip = s->tok_char ? s->m->wp.prefix_len : 0, c = 0;
         for (uint32_t i = skip; i < l; i++) c += (p[i] & 0xC0u) != 0x80u;
@@ -99,8 +105,11 @@ static inline void emit_tok(wp *s, uint32_t id)
             s->rc = ET_E_FORMAT; /* a damaged model: its tokens do not tile the word */
             return;
         }
-        s->spans[2 * s->n] = s->src[s->tok_char][0];
-        s->spans[2 * s->n + 1] = s->src[s->tok_char + c - 1][1];
+        if (s->spans) {
+            s->spans[2 * s->n] = s->src[s->tok_char][0];
+            s->spans[2 * s->n + 1] = s->src[s->tok_char + c - 1][1];
+        }
+        if (s->ends) s->ends[s->n] = s->src[s->tok_char + c - 1][1];
         s->tok_char += c;
     }
     emit(s, id);
@@ -159,9 +168,20 @@ static inline wp_slot *slot_of(const wp *s)
     return &s->cache[(h ^ (h >> 29)) & (s->n_slots - 1u)];
 }
 
+/* The word's tokens are out: its last one is marked (ends), the limit checked. */
+static inline void word_done(wp *s)
+{
+    if (s->ends && s->out && s->n > s->word_n && s->n <= s->cap)
+        s->ends[s->n - 1] = s->word_end | s->end_flag;
+    if (s->n > s->limit) {
+        s->stop = 1;
+        s->done = s->word_end;
+    }
+}
+
 static void end_word(wp *s)
 {
-    if (!s->in_word) return;
+    if (!s->in_word || s->stop) return;
     wp_slot *slot = NULL;
     if (!s->walking) { /* a short word: its ids from the cache, or walk it and keep them */
         slot = slot_of(s);
@@ -173,6 +193,7 @@ static void end_word(wp *s)
             } else {
                 s->n += k;
             }
+            word_done(s);
             s->in_word = s->unk = 0;
             s->u = 0;
             s->chars = s->bytes = s->pops = 0;
@@ -202,6 +223,7 @@ static void end_word(wp *s)
         slot->info = s->wlen | (uint32_t)k << 8 | (s->out ? 0u : NO_IDS);
         for (size_t x = 0; x < k; x++) slot->ids[x] = s->out ? s->out[s->word_n + x] : 0;
     }
+    if (s->rc == ET_OK) word_done(s);
     s->in_word = s->unk = 0;
     s->u = 0;
     s->chars = s->bytes = s->pops = 0;
@@ -214,12 +236,15 @@ static void end_word(wp *s)
 /* One character of the word (its UTF-8 bytes). */
 static inline void feed(wp *s, const uint8_t *p, size_t k)
 {
+    if (s->stop) return;
     if (!s->in_word) {
         s->in_word = 1;
         s->word_n = s->n;
         s->word_a = s->src_a;
+        s->word_end = 0;
     }
-    if (s->spans) {
+    if (s->src_b > s->word_end) s->word_end = s->src_b; /* (marks may come out of order) */
+    if (s->spans || s->ends) {
         s->word_b = s->src_b;
         if (s->chars < s->src_cap) {
             s->src[s->chars][0] = (uint32_t)s->src_a;
@@ -348,7 +373,8 @@ static void put_string(wp *s, const uint8_t *p, size_t len, int nfd)
 }
 
 static int wordpiece(et_ws *ws, const et_model *m, const uint8_t *t, size_t len, uint32_t *out,
-                     size_t *spans, size_t cap, size_t *n_out)
+                     size_t *spans, size_t *ends, size_t end_flag, size_t cap, size_t limit,
+                     size_t *n_out, size_t *consumed)
 {
     static const uint8_t space = ' ', fffd[3] = {0xEF, 0xBF, 0xBD};
     wp s;
@@ -357,7 +383,10 @@ static int wordpiece(et_ws *ws, const et_model *m, const uint8_t *t, size_t len,
     s.out = out;
     s.cap = cap;
     s.spans = spans;
-    if (spans) { /* each character's place: in the workspace's scratch memory; no cache */
+    s.ends = ends;
+    s.end_flag = end_flag;
+    s.limit = limit;
+    if (spans || ends) { /* each character's place: in the workspace's scratch memory; no cache */
         s.src = (uint32_t (*)[2])et_ws_mem(ws);
         s.src_cap = et_ws_bytes(ws) / sizeof *s.src;
     } else if (ws) {
@@ -372,7 +401,8 @@ static int wordpiece(et_ws *ws, const et_model *m, const uint8_t *t, size_t len,
     const int clean = (fl & ET_WP_CLEAN) != 0, cjk = (fl & ET_WP_CJK) != 0;
     const int map = (fl & ET_WP_STRIP) ? ((fl & ET_WP_LOWER) ? 2 : 1) : (fl & ET_WP_LOWER) ? 0 : -1;
     const int lower = (fl & ET_WP_LOWER) != 0;
-    for (size_t i = 0; i < len && s.rc == ET_OK;) {
+    size_t i = 0;
+    while (i < len && s.rc == ET_OK && !s.stop) {
         size_t k;
         if (t[i] < 0x80u) { /* a run of ASCII: a character a byte, classes from a table */
             if (s.n_pend) flush(&s); /* (ASCII characters are starters) */
@@ -391,6 +421,7 @@ static int wordpiece(et_ws *ws, const et_model *m, const uint8_t *t, size_t len,
                                       !(et_bert_ascii[t[j]] & drop)))) {
                         s.in_word = 1;
                         s.word_n = s.n;
+                        s.word_end = j;
                         s.wlen = (unsigned)(j - i);
                         s.chars = j - i;
                         for (size_t x = 0; x < j - i; x++) {
@@ -418,7 +449,7 @@ static int wordpiece(et_ws *ws, const et_model *m, const uint8_t *t, size_t len,
                     feed(&s, &c, 1);
                 }
                 if (cls & C_PUNCT) end_word(&s);
-            } while (++i < len && t[i] < 0x80u);
+            } while (++i < len && t[i] < 0x80u && !s.stop);
             continue;
         }
         uint32_t cp = et_utf8_decode(t, len, i, &k);
@@ -459,14 +490,38 @@ static int wordpiece(et_ws *ws, const et_model *m, const uint8_t *t, size_t len,
     }
     if (s.rc == ET_OK && s.n_pend) flush(&s);
     if (s.rc == ET_OK) end_word(&s);
+    if (s.rc == ET_E_WORKSPACE && ws) { /* room for the longest word there can be */
+        size_t chars = m->wp.max_chars < len ? m->wp.max_chars : len;
+        et_ws_set_need(ws, 8u * (chars + 1u));
+    }
     *n_out = s.n;
+    *consumed = s.stop ? s.done : len;
     return s.rc;
 }
 
-int et_wordpiece_run(et_ws *ws, const et_model *m, const uint8_t *t, size_t len, uint32_t *out,
-                     size_t cap, size_t *n_out)
+/* Whether no text that follows can change the ids of a text that ends with the ASCII byte c:
+ * whitespace that ends a word (not a control character clean_text drops) or punctuation (a
+ * word of its own). Before c, marks waiting to be sorted were let out (c is a starter). */
+static inline int wp_cut_after(uint8_t c, int clean)
 {
-    return wordpiece(ws, m, t, len, out, NULL, cap, n_out);
+    if (c >= 0x80u) return 0;
+    const unsigned cls = et_bert_ascii[c];
+    if (cls & C_PUNCT) return 1;
+    return (cls & C_SPACE) && !(clean && (cls & C_CTRL));
+}
+
+int et_wordpiece_run(et_ws *ws, const et_model *m, const uint8_t *t, size_t len, int final,
+                     uint32_t *out, size_t *ends, size_t end_flag, size_t cap, size_t limit,
+                     size_t *n_out, size_t *consumed)
+{
+    if (ends && len > 0xFFFFFFFEu) return ET_E_ARG; /* (character places are 32-bit) */
+    if (!final) { /* up to the last cut no following text can move */
+        const int clean = (m->wp.flags & ET_WP_CLEAN) != 0;
+        while (len > 0 && !wp_cut_after(t[len - 1], clean)) len--;
+    }
+    int rc = wordpiece(ws, m, t, len, out, NULL, ends, end_flag, cap, limit, n_out, consumed);
+    if (rc != ET_OK) *n_out = *consumed = 0;
+    return rc;
 }
 
 int et_encode_spans(et_ws *ws, const char *text, size_t len, uint32_t *out, size_t *spans,
@@ -476,11 +531,9 @@ int et_encode_spans(et_ws *ws, const char *text, size_t len, uint32_t *out, size
     const et_model *m = et_ws_model(ws);
     if (m->kind != ET_KIND_WORDPIECE) return ET_E_ARG;
     *n_out = 0;
-    int rc = wordpiece(ws, m, (const uint8_t *)text, len, out, spans, cap, n_out);
-    if (rc == ET_E_WORKSPACE) { /* room for the longest word there can be */
-        size_t chars = m->wp.max_chars < len ? m->wp.max_chars : len;
-        et_ws_set_need(ws, 8u * (chars + 1u));
-    }
+    size_t used = 0;
+    int rc = wordpiece(ws, m, (const uint8_t *)text, len, out, spans, NULL, 0, cap, SIZE_MAX,
+                       n_out, &used);
     if (rc != ET_OK) *n_out = 0;
     return rc;
 }
