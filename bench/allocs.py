@@ -23,9 +23,7 @@ import reference  # noqa: E402
 
 import edgetok  # noqa: E402
 
-SOURCES = ["csrc/tools/etok.c", "csrc/model/model.c", "csrc/model/compile.c", "csrc/bpe/bpe.c",
-           "csrc/unigram/unigram.c", "csrc/automata/automata.c",
-           "csrc/wordpiece/wordpiece.c", "csrc/wordpiece/wp_compile.c"]
+SOURCES = ["csrc/tools/etok.c", *reference.core_sources()]
 
 
 def heap_allocs(exe: Path, model: Path, text: Path) -> int:

@@ -9,7 +9,7 @@ from cffi import FFI
 
 ROOT = Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
-SOURCES = ["model/model.c", "model/compile.c", "bpe/bpe.c", "unigram/unigram.c",
+SOURCES = ["model/model.c", "model/compile.c", "encode/encode.c", "bpe/bpe.c", "unigram/unigram.c",
            "wordpiece/wordpiece.c", "wordpiece/wp_compile.c", "automata/automata.c"]
 
 CDEF = """

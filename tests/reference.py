@@ -8,6 +8,7 @@ CPython installation has (pydoc topics, the standard library, the codec tests).
 """
 from __future__ import annotations
 
+import ast
 import functools
 import gzip
 import hashlib
@@ -112,3 +113,14 @@ def check_shard_cuts(enc, ref, text: str) -> None:  # type: ignore[no-untyped-de
         a, b = data[:c].decode(), data[c:].decode()  # cuts are between ASCII characters
         assert ref.encode_ordinary(a) + ref.encode_ordinary(b) == want, (text, c)
         c = enc.model.shard_cut(data, c + 1)
+
+
+def core_sources() -> list[str]:
+    """The C files the extension is built from (edgetok/_build.py SOURCES, read without
+    importing cffi), as paths from the repository root: for the test and bench builds."""
+    root = Path(__file__).resolve().parents[1]
+    tree = ast.parse((root / "edgetok" / "_build.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "SOURCES" for t in node.targets):
+            return ["csrc/" + s for s in ast.literal_eval(node.value)]
+    raise AssertionError("no SOURCES in edgetok/_build.py")

@@ -351,9 +351,7 @@ def test_sanitized(tmp_path, enc):  # type: ignore[no-untyped-def]
     if cc is None:
         pytest.skip("no C compiler")
     exe = tmp_path / "aut_check"
-    sources = ["csrc/tools/aut_check.c", "csrc/model/model.c", "csrc/model/compile.c",
-               "csrc/bpe/bpe.c", "csrc/unigram/unigram.c", "csrc/automata/automata.c",
-               "csrc/wordpiece/wordpiece.c", "csrc/wordpiece/wp_compile.c"]
+    sources = ["csrc/tools/aut_check.c", *reference.core_sources()]
     subprocess.run([cc, "-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
                     "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
                     "-fno-omit-frame-pointer", "-Icsrc/include", "-Icsrc",

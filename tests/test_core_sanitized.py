@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+import reference
+
 # exhaustive: `pytest -m slow` (README)
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ["csrc/tools/etok.c", "csrc/model/model.c", "csrc/model/compile.c", "csrc/bpe/bpe.c", "csrc/unigram/unigram.c",
-           "csrc/automata/automata.c",
-           "csrc/wordpiece/wordpiece.c", "csrc/wordpiece/wp_compile.c"]
+SOURCES = ["csrc/tools/etok.c", *reference.core_sources()]
 ENV = {**os.environ, "ASAN_OPTIONS": "exitcode=99:detect_leaks=1",
        "UBSAN_OPTIONS": "halt_on_error=1:exitcode=98:print_stacktrace=1"}
 

@@ -9,7 +9,6 @@ libc6-dev-arm64-cross, libc6-dev-armhf-cross and qemu-user-static; skips, saying
 missing, otherwise. See cross/README.md."""
 from __future__ import annotations
 
-import ast
 import gzip
 import json
 import os
@@ -21,6 +20,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
+import reference
 
 # exhaustive: `pytest -m slow` (README)
 pytestmark = pytest.mark.slow
@@ -40,12 +41,8 @@ FLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-Icsrc/include", "-I
 
 
 def core_sources() -> list[str]:
-    """The driver and the C files the extension is built from (edgetok/_build.py SOURCES)."""
-    tree = ast.parse((ROOT / "edgetok" / "_build.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "SOURCES" for t in node.targets):
-            return ["csrc/tools/etok.c", *("csrc/" + s for s in ast.literal_eval(node.value))]
-    raise AssertionError("no SOURCES in edgetok/_build.py")
+    """The driver and the C files the extension is built from."""
+    return ["csrc/tools/etok.c", *reference.core_sources()]
 
 
 def compile_driver(cc: list[str], exe: Path) -> Path:

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+import reference
+
 ROOT = Path(__file__).resolve().parents[1]
 REPRO = Path(__file__).resolve().parent / "data" / "repro"
-SOURCES = ["csrc/model/model.c", "csrc/model/compile.c", "csrc/bpe/bpe.c", "csrc/unigram/unigram.c", "csrc/automata/automata.c",
-           "csrc/wordpiece/wordpiece.c", "csrc/wordpiece/wp_compile.c"]
+SOURCES = reference.core_sources()
 ENV = {**os.environ, "ASAN_OPTIONS": "exitcode=99:detect_leaks=0",
        "UBSAN_OPTIONS": "halt_on_error=1:exitcode=98:print_stacktrace=1"}
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../encode/ws.h"
 #include "../model/model.h"
 #include "../pretok/cl100k.h"
 #include "../pretok/gpt2.h"
@@ -80,91 +81,6 @@ static inline int whole_char(const uint8_t *t, size_t len, size_t i)
 #define SMALL_PIECE SMALL_PIECE_OVERRIDE
 #endif
 #define SMALL_PIECE_HEAP 64u
-#define WS_PER_BYTE 49u  /* workspace bytes per piece byte (see heap_merge and piece_ids) */
-#define WS_MIN_PIECE 256u
-
-#define PAIR_CACHE 8192u /* valid_pair answers remembered per workspace (a power of 2) */
-
-/* The ids of short pieces, remembered per workspace: most pieces of real text are a few
- * thousand frequent words, and one load from this table replaces a trie walk (a cache miss
- * per byte once the vocabulary outgrows the CPU's caches) and, for pieces that are no single
- * token, the merge. A slot holds one piece of up to PIECE_KEY bytes and up to PIECE_IDS ids;
- * a miss computes the ids as usual and overwrites the slot. Pieces of up to LONG_KEY bytes,
- * or with up to LONG_IDS ids (words of non-Latin scripts: two or three bytes a letter), go in
- * a second table of 64-byte slots, in sets of two: a piece is looked for in both, and a miss
- * moves the set's first slot to its second and fills the first. (Sets of two for the short
- * pieces hit more often but measured slower: the second compare costs more than it saves.)
- * The answer depends only on the piece's bytes and the workspace's model, so what the tables
- * hold never changes a result. Sizes by measurement (bench/cache.py: hit rates on repeated
- * and on unseen prose, code and multilingual text; then timed): 640 KB a workspace, fixed.
- * A Unigram or WordPiece model uses the first 256 KB of the short table as its word cache. */
-#define PIECE_CACHE 16384u /* slots (a power of 2) */
-#define PIECE_KEY 16u
-#define PIECE_IDS 3u
-#define LONG_CACHE 2048u /* slots (a power of 2) */
-#define LONG_KEY 32u
-#define LONG_IDS 7u
-struct piece_slot {
-    uint64_t key[2];             /* the piece's bytes, zero-padded to 16 (see piece_key) */
-    uint32_t info;               /* length | id count << 8; 0 = empty */
-    uint32_t ids[PIECE_IDS];
-};
-struct long_slot {
-    uint64_t key[4];             /* the piece's bytes, zero-padded to 32 */
-    uint32_t info;               /* length | id count << 8; 0 = empty */
-    uint32_t ids[LONG_IDS];
-};
-
-struct et_ws {
-    const et_model *m;
-    size_t cap;  /* longest piece the workspace can merge */
-    size_t need; /* set with ET_E_WORKSPACE */
-    uint64_t *mem;
-    struct piece_slot *pieces;  /* PIECE_CACHE slots, 64-byte aligned, in the caller's memory */
-    struct long_slot *longs;    /* LONG_CACHE slots, right after them */
-    uint64_t pairs[PAIR_CACHE]; /* a << 32 | b, with the answer in b's top bit; 0 = empty */
-};
-
-/* The workspace header and the piece cache (from a 64-byte boundary) before ws->mem. */
-#define WS_HEAD (((sizeof(struct et_ws) + 7u) & ~(size_t)7u) + 64u + \
-                 PIECE_CACHE * sizeof(struct piece_slot) + LONG_CACHE * sizeof(struct long_slot))
-
-size_t et_ws_size(size_t max_piece)
-{
-    if (max_piece < WS_MIN_PIECE) max_piece = WS_MIN_PIECE;
-    if (max_piece > (SIZE_MAX - WS_HEAD) / WS_PER_BYTE - 1) return SIZE_MAX;
-    return WS_HEAD + WS_PER_BYTE * (max_piece + 1);
-}
-
-et_ws *et_ws_init(const et_model *m, void *mem, size_t size)
-{
-    if (!m || !mem || ((uintptr_t)mem & 7u) || size < et_ws_size(0)) return NULL;
-    et_ws *ws = mem;
-    ws->m = m;
-    ws->cap = (size - WS_HEAD) / WS_PER_BYTE - 1;
-    if (ws->cap > 0xFFFFFFF0u) ws->cap = 0xFFFFFFF0u; /* positions are 32-bit */
-    ws->need = 0;
-    ws->mem = (uint64_t *)((uint8_t *)mem + WS_HEAD);
-    uintptr_t at = (uintptr_t)((uint8_t *)mem + ((sizeof(struct et_ws) + 7u) & ~(size_t)7u));
-    ws->pieces = (struct piece_slot *)((at + 63u) & ~(uintptr_t)63u);
-    ws->longs = (struct long_slot *)(ws->pieces + PIECE_CACHE);
-    memset(ws->pieces, 0, PIECE_CACHE * sizeof *ws->pieces);
-    memset(ws->longs, 0, LONG_CACHE * sizeof *ws->longs);
-    memset(ws->pairs, 0, sizeof ws->pairs);
-    return ws;
-}
-
-size_t et_ws_need(const et_ws *ws) { return ws->need; }
-void *et_ws_cache(et_ws *ws, size_t *bytes)
-{
-    *bytes = 8192u * sizeof(struct piece_slot); /* 256 KB (unigram.c, wordpiece.c) */
-    return ws->m->kind != ET_KIND_BPE ? ws->pieces : NULL; /* BPE models: the piece cache */
-}
-void *et_ws_mem(et_ws *ws) { return ws->mem; }
-const et_model *et_ws_model(const et_ws *ws) { return ws->m; }
-size_t et_ws_bytes(const et_ws *ws) { return WS_PER_BYTE * (ws->cap + 1); }
-void et_ws_set_need(et_ws *ws, size_t need) { ws->need = need; }
-
 /* tiktoken's byte_pair_merge for a short piece p[0..n), n >= 2, stopping when `stop` parts
  * are left (1: run to the end). Returns the part count; the ids are left in ids[0..count).
  * Parts are a doubly linked list by start offset (nxt, prv), so a merge unlinks one, with no
@@ -596,7 +512,7 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
     return k;
 }
 
-#define PIECE_END ((size_t)1 << (sizeof(size_t) * 8 - 1)) /* in ends[]: last token of a piece */
+#define PIECE_END ET_PIECE_END
 
 #ifndef SETTLE_MIN_OVERRIDE
 #define SETTLE_MIN 4096u /* ET_SETTLE: shorter pieces wait for the next cut */
@@ -607,10 +523,8 @@ static int grows(const et_model *m);
 static int settle(et_ws *ws, const uint8_t *t, size_t i, size_t len, uint32_t *out, size_t cap,
                   size_t *n, size_t *at);
 
-/* The encode loop behind the public functions. out == NULL counts only; ends (if not NULL)
- * gets each token's end offset, with PIECE_END on the last token of each piece. Work stops
- * after the piece that takes the count past limit (SIZE_MAX: no limit). */
-static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t *out,
+/* BPE's encode loop, behind the public functions (csrc/encode). */
+int et_bpe_run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t *out,
                size_t *ends, size_t cap, size_t limit, size_t *n_out, size_t *consumed)
 {
     const et_model *m = ws->m;
@@ -619,17 +533,6 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
     size_t cut_end = 0; /* without ET_FINAL: where the piece that starts at cut ends */
     int rc = ET_OK;
     uint32_t one;
-    if (m->kind == ET_KIND_WORDPIECE)
-        return et_wordpiece_run(ws, m, t, len, final != 0, out, ends, PIECE_END, cap, limit,
-                                n_out, consumed);
-    if (m->kind != ET_KIND_BPE) { /* one sentence: no cut, no limit, no offsets */
-        *consumed = *n_out = 0;
-        if (!final || ends || limit != SIZE_MAX) return final ? ET_E_ARG : ET_OK;
-        rc = et_unigram_run(ws, m, t, len, out, cap, n_out);
-        if (rc == ET_OK) *consumed = len;
-        else *n_out = 0;
-        return rc;
-    }
     while (i < len && n <= limit) {
         size_t e = next_piece(m, t, len, i);
         if (!final) { /* (the character at i must be all there: see whole_char) */
@@ -688,94 +591,6 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
     return rc;
 }
 
-int et_encode(et_ws *ws, const char *text, size_t len, unsigned flags, uint32_t *out,
-              size_t cap, size_t *n_out, size_t *consumed)
-{
-    if (!ws || (!text && len) || (!out && cap) || !n_out || !consumed) return ET_E_ARG;
-    uint32_t none;
-    return run(ws, (const uint8_t *)text, len, flags, out ? out : &none, NULL, cap, SIZE_MAX,
-               n_out, consumed);
-}
-
-int et_count(et_ws *ws, const char *text, size_t len, unsigned flags, size_t *count,
-             size_t *consumed)
-{
-    if (!ws || (!text && len) || !count || !consumed) return ET_E_ARG;
-    return run(ws, (const uint8_t *)text, len, flags, NULL, NULL, 0, SIZE_MAX, count, consumed);
-}
-
-int et_count_limit(et_ws *ws, const char *text, size_t len, size_t limit, size_t *count,
-                   size_t *consumed)
-{
-    if (!ws || (!text && len) || !count || !consumed) return ET_E_ARG;
-    return run(ws, (const uint8_t *)text, len, ET_FINAL, NULL, NULL, 0, limit, count, consumed);
-}
-
-/* Whether b is a character boundary of t[0..len): not inside a valid UTF-8 sequence. */
-static int char_boundary(const uint8_t *t, size_t len, size_t b)
-{
-    if (b == 0 || b >= len) return 1;
-    size_t k = b - 1, n;
-    while (k > 0 && b - k < 4 && (t[k] & 0xC0u) == 0x80u) k--;
-    (void)et_utf8_decode(t, len, k, &n);
-    return k + n <= b;
-}
-
-int et_split_at(et_ws *ws, const char *text_, size_t len, size_t n, uint32_t *ids,
-                size_t *ends, size_t cap, size_t *cut, size_t *k_out)
-{
-    const uint8_t *t = (const uint8_t *)text_;
-    if (!ws || (!t && len) || !ids || !ends || !cut || !k_out) return ET_E_ARG;
-    if (ws->m->flags & ET_FLAG_GAPS) return ET_E_ARG; /* token ends would skip dropped bytes */
-    size_t m = 0, used = 0;
-    int rc = run(ws, t, len, ET_FINAL, ids, ends, cap, n, &m, &used);
-    if (rc) return rc;
-    if (m <= n) { /* all of it fits */
-        for (size_t x = 0; x < m; x++) ends[x] &= ~PIECE_END;
-        *cut = len;
-        *k_out = m;
-        return ET_OK;
-    }
-    /* WordPiece: after a word's last token first (every word end is a safe cut there; a word
-     * is cut in two only when no whole word fits), then after any token */
-    const int wp = ws->m->kind == ET_KIND_WORDPIECE;
-    for (int pass = wp ? 0 : 1; pass < 2; pass++) {
-        for (size_t k = n; k > 0; k--) {
-            size_t c = ends[k - 1] & ~PIECE_END;
-            if ((pass == 0 && !(ends[k - 1] & PIECE_END)) || !char_boundary(t, len, c)) continue;
-            /* the latest safe piece boundary q <= c among the first k tokens: the pieces
-             * before it are the same in text[0..c) as in text, so only text[q..c) needs
-             * checking */
-            size_t j = k, q = 0;
-            while (j > 0) {
-                size_t e = ends[j - 1];
-                if ((e & PIECE_END) && (wp || safe_cut(ws->m, t, len, e & ~PIECE_END))) {
-                    q = e & ~PIECE_END;
-                    break;
-                }
-                j--;
-            }
-            int same = 1;
-            if (q < c) {
-                size_t got = 0, u = 0;
-                if (cap - m < c - q) return ET_E_FULL;
-                rc = run(ws, t + q, c - q, ET_FINAL, ids + m, NULL, cap - m, SIZE_MAX, &got, &u);
-                if (rc) return rc;
-                same = got == k - j && memcmp(ids + m, ids + j, got * sizeof *ids) == 0;
-            }
-            if (same) {
-                for (size_t x = 0; x < k; x++) ends[x] &= ~PIECE_END;
-                *cut = c;
-                *k_out = k;
-                return ET_OK;
-            }
-        }
-    }
-    *cut = 0;
-    *k_out = 0;
-    return ET_OK;
-}
-
 int et_prefix_counts(et_ws *ws, const char *text, size_t len, uint32_t *cum)
 {
     const uint8_t *t = (const uint8_t *)text;
@@ -803,7 +618,7 @@ int et_prefix_counts(et_ws *ws, const char *text, size_t len, uint32_t *cum)
 static int count_all(et_ws *ws, const uint8_t *t, size_t len, size_t *count)
 {
     size_t used;
-    return run(ws, t, len, ET_FINAL, NULL, NULL, 0, SIZE_MAX, count, &used);
+    return et_bpe_run(ws, t, len, ET_FINAL, NULL, NULL, 0, SIZE_MAX, count, &used);
 }
 
 int et_count_range(et_ws *ws, const char *text, size_t len, const uint32_t *cum, size_t i,
@@ -1183,7 +998,7 @@ int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned fla
     int rc = ET_OK;
     while (i < len) {
         size_t e = next_piece(m, t, len, i);
-        if (!(flags & ET_FINAL)) { /* as in run() */
+        if (!(flags & ET_FINAL)) { /* as in et_bpe_run() */
             if (i > 0 && (e < len || whole_char(t, len, i)) && stream_cut(m, t, len, prev, i)) {
                 cut = i;
                 cut_n = n;
@@ -1212,22 +1027,9 @@ size_t et_shard_cut(const et_model *m, const char *text, size_t len, size_t from
     return et_cl100k_forced_cut(t, len, from, m->pretok == ET_PRETOK_O200K);
 }
 
-int et_encode_batch(et_ws *ws, const char *const *texts, const size_t *lens, size_t n,
-                    uint32_t *out, size_t cap, size_t *counts, size_t *done)
+int et_bpe_safe_cut(const et_model *m, const uint8_t *t, size_t len, size_t b)
 {
-    if (!ws || (n && (!texts || !lens || !counts)) || !done || (!out && cap)) return ET_E_ARG;
-    size_t w = 0;
-    *done = 0;
-    for (size_t k = 0; k < n; k++) {
-        size_t got = 0, used = 0;
-        int rc = run(ws, (const uint8_t *)texts[k], lens[k], ET_FINAL, out + w, NULL, cap - w,
-                     SIZE_MAX, &got, &used);
-        if (rc) return rc;
-        counts[k] = got;
-        w += got;
-        *done = k + 1;
-    }
-    return ET_OK;
+    return safe_cut(m, t, len, b);
 }
 
 /* ---- canonical token sequences (issue 19) ------------------------------------------------ */

@@ -131,7 +131,7 @@ static void wordpiece_checks(et_ws **ws, const et_model *m, const uint8_t *t, si
     uint32_t *sids = fz_alloc(cap * 4);
     size_t *ends = fz_alloc(cap * sizeof *ends);
     CHECK(et_split_at(*ws, (const char *)t, len, budget, sids, ends, cap, &cut, &k) == ET_OK);
-    CHECK(cut <= len && k <= budget && char_boundary(t, len, cut));
+    CHECK(cut <= len && k <= budget && et_char_boundary(t, len, cut));
     uint32_t *own = encode_all(ws, m, t, cut, &nc);
     CHECK(same_ids(own, nc, sids, k) && same_ids(sids, k, all, k));
     if (n <= budget) CHECK(cut == len && k == n);
@@ -285,7 +285,7 @@ static void bpe_checks(et_ws **wsp, et_ws **fresh, const et_model *m, const uint
         CHECK(rc == ET_E_ARG);
     } else {
         CHECK(rc == ET_OK && cut <= len && k <= budget);
-        CHECK(char_boundary(t, len, cut));
+        CHECK(et_char_boundary(t, len, cut));
         size_t nc = 0;
         uint32_t *own = encode_all(wsp, m, t, cut, &nc);
         CHECK(same_ids(own, nc, ids, k));

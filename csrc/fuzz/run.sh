@@ -14,7 +14,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 work=${ET_FUZZ_DIR:-$root/build/fuzz}
 cc=${CC_FUZZ:-clang}
 mkdir -p "$work/corpus-$target"
-src=(csrc/model/model.c csrc/model/compile.c csrc/unigram/unigram.c csrc/automata/automata.c csrc/wordpiece/wordpiece.c
+src=(csrc/model/model.c csrc/model/compile.c csrc/encode/encode.c csrc/unigram/unigram.c csrc/automata/automata.c csrc/wordpiece/wordpiece.c
      csrc/wordpiece/wp_compile.c)
 case $target in
   encode|compile) ;;                          # these include bpe.c themselves

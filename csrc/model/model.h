@@ -209,6 +209,19 @@ static inline uint32_t et_tok(const struct et_model *m, uint32_t id, const uint8
  * returns 1 when they are consistent for the backtracking encoder (see ET_FLAG_BACKTRACK). */
 int et_bpe_tables(const struct et_model *m, uint32_t *split, uint32_t *prefix, uint32_t *tnode);
 
+/* In token end offsets (ends[]): the last token of a piece (BPE) or a word (WordPiece). */
+#define ET_PIECE_END ((size_t)1 << (sizeof(size_t) * 8 - 1))
+
+/* BPE's encode loop behind the public functions (csrc/encode): out == NULL counts only; ends
+ * (if not NULL) gets each token's end offset, with ET_PIECE_END on the last token of each
+ * piece. Work stops after the piece that takes the count past limit (SIZE_MAX: no limit). */
+int et_bpe_run(struct et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t *out,
+               size_t *ends, size_t cap, size_t limit, size_t *n_out, size_t *consumed);
+/* Whether BPE model m's piece boundary b of t[0..len) is a cut no context can move. */
+int et_bpe_safe_cut(const struct et_model *m, const uint8_t *t, size_t len, size_t b);
+/* Whether b is a character boundary of t[0..len): not inside a valid UTF-8 sequence. */
+int et_char_boundary(const uint8_t *t, size_t len, size_t b);
+
 /* The workspace's scratch memory, its size in bytes, and the et_ws_need() answer to give. */
 void *et_ws_mem(struct et_ws *ws);
 const struct et_model *et_ws_model(const struct et_ws *ws);
@@ -230,8 +243,8 @@ uint32_t et_charsmap_expansion(const uint8_t *cm, size_t size);
 int et_unigram_run(struct et_ws *ws, const struct et_model *m, const uint8_t *text, size_t len,
                    uint32_t *out, size_t cap, size_t *n_out);
 
-/* WordPiece encoding of text[0..len) into out[0..cap) / counting (out NULL), as bpe.c's
- * run(): without final, only up to the last cut that no following text can move (after ASCII
+/* WordPiece encoding of text[0..len) into out[0..cap) / counting (out NULL), as
+ * et_bpe_run: without final, only up to the last cut that no following text can move (after ASCII
  * whitespace or punctuation); ends (if not NULL; out too) gets each token's end offset, with
  * end_flag on each word's last token; work stops after the word that takes the count past
  * limit. *consumed: the bytes the ids cover. */

@@ -1,0 +1,60 @@
+/* csrc/encode/ws.h: the workspace's layout, shared by encode.c (which makes workspaces) and the
+ * model families that use its memory and caches (bpe.c: the piece and pair caches; unigram.c
+ * and wordpiece.c: the first 256 KB of the piece cache as a word cache, the scratch memory). */
+#ifndef ET_WS_H
+#define ET_WS_H
+
+#include <stdint.h>
+
+#include "../model/model.h"
+
+#define WS_PER_BYTE 49u  /* workspace bytes per piece byte (see heap_merge and piece_ids) */
+#define WS_MIN_PIECE 256u
+
+#define PAIR_CACHE 8192u /* valid_pair answers remembered per workspace (a power of 2) */
+
+/* The ids of short pieces, remembered per workspace: most pieces of real text are a few
+ * thousand frequent words, and one load from this table replaces a trie walk (a cache miss
+ * per byte once the vocabulary outgrows the CPU's caches) and, for pieces that are no single
+ * token, the merge. A slot holds one piece of up to PIECE_KEY bytes and up to PIECE_IDS ids;
+ * a miss computes the ids as usual and overwrites the slot. Pieces of up to LONG_KEY bytes,
+ * or with up to LONG_IDS ids (words of non-Latin scripts: two or three bytes a letter), go in
+ * a second table of 64-byte slots, in sets of two: a piece is looked for in both, and a miss
+ * moves the set's first slot to its second and fills the first. (Sets of two for the short
+ * pieces hit more often but measured slower: the second compare costs more than it saves.)
+ * The answer depends only on the piece's bytes and the workspace's model, so what the tables
+ * hold never changes a result. Sizes by measurement (bench/cache.py: hit rates on repeated
+ * and on unseen prose, code and multilingual text; then timed): 640 KB a workspace, fixed.
+ * A Unigram or WordPiece model uses the first 256 KB of the short table as its word cache. */
+#define PIECE_CACHE 16384u /* slots (a power of 2) */
+#define PIECE_KEY 16u
+#define PIECE_IDS 3u
+#define LONG_CACHE 2048u /* slots (a power of 2) */
+#define LONG_KEY 32u
+#define LONG_IDS 7u
+struct piece_slot {
+    uint64_t key[2];             /* the piece's bytes, zero-padded to 16 (see piece_key) */
+    uint32_t info;               /* length | id count << 8; 0 = empty */
+    uint32_t ids[PIECE_IDS];
+};
+struct long_slot {
+    uint64_t key[4];             /* the piece's bytes, zero-padded to 32 */
+    uint32_t info;               /* length | id count << 8; 0 = empty */
+    uint32_t ids[LONG_IDS];
+};
+
+struct et_ws {
+    const et_model *m;
+    size_t cap;  /* longest piece the workspace can merge */
+    size_t need; /* set with ET_E_WORKSPACE */
+    uint64_t *mem;
+    struct piece_slot *pieces;  /* PIECE_CACHE slots, 64-byte aligned, in the caller's memory */
+    struct long_slot *longs;    /* LONG_CACHE slots, right after them */
+    uint64_t pairs[PAIR_CACHE]; /* a << 32 | b, with the answer in b's top bit; 0 = empty */
+};
+
+/* The workspace header and the piece cache (from a 64-byte boundary) before ws->mem. */
+#define WS_HEAD (((sizeof(struct et_ws) + 7u) & ~(size_t)7u) + 64u + \
+                 PIECE_CACHE * sizeof(struct piece_slot) + LONG_CACHE * sizeof(struct long_slot))
+
+#endif
