@@ -401,6 +401,9 @@ static int wordpiece(et_ws *ws, const et_model *m, const uint8_t *t, size_t len,
     const int clean = (fl & ET_WP_CLEAN) != 0, cjk = (fl & ET_WP_CJK) != 0;
     const int map = (fl & ET_WP_STRIP) ? ((fl & ET_WP_LOWER) ? 2 : 1) : (fl & ET_WP_LOWER) ? 0 : -1;
     const int lower = (fl & ET_WP_LOWER) != 0;
+    uint8_t fold[128]; /* ASCII as the fast path keys it: lowercased where the model does */
+    for (unsigned c = 0; c < 128u; c++)
+        fold[c] = (uint8_t)(lower && c - 'A' < 26u ? c + ('a' - 'A') : c);
     size_t i = 0;
     while (i < len && s.rc == ET_OK && !s.stop) {
         size_t k;
@@ -414,8 +417,13 @@ static int wordpiece(et_ws *ws, const et_model *m, const uint8_t *t, size_t len,
                 s.src_a = i;
                 s.src_b = i + 1;
                 if (!s.in_word && !cls && s.cache) { /* a whole ASCII word: at once */
-                    size_t j = i + 1;
-                    while (j < len && t[j] < 0x80u && !et_bert_ascii[t[j]]) j++;
+                    /* its key (case folded) is written as it is scanned; the key is all
+                     * zeros between words, and is zeroed again if the word does not fit */
+                    size_t j = i;
+                    const size_t stop = len - i > KEY ? i + KEY : len; /* (longer: refused) */
+                    do {
+                        s.key.b[j - i] = fold[t[j]];
+                    } while (++j < stop && t[j] < 0x80u && !et_bert_ascii[t[j]]);
                     if (j - i <= KEY && j - i <= m->wp.max_chars &&
                         (j == len || (t[j] < 0x80u && (et_bert_ascii[t[j]] & ends) &&
                                       !(et_bert_ascii[t[j]] & drop)))) {
@@ -424,14 +432,11 @@ static int wordpiece(et_ws *ws, const et_model *m, const uint8_t *t, size_t len,
                         s.word_end = j;
                         s.wlen = (unsigned)(j - i);
                         s.chars = j - i;
-                        for (size_t x = 0; x < j - i; x++) {
-                            uint8_t b = t[i + x];
-                            s.key.b[x] = lower && (unsigned)(b - 'A') < 26u ? (uint8_t)(b + 32u) : b;
-                        }
                         end_word(&s);
                         i = j - 1;
                         continue;
                     }
+                    s.key.w[0] = s.key.w[1] = 0;
                 }
                 if (cls & (C_CTRL | C_WS | C_SPACE | C_PUNCT)) {
                     if (clean && (cls & C_CTRL)) continue;
