@@ -15,6 +15,7 @@ from typing import Any
 from ._ffi import ModelError, compile_wordpiece
 
 CLEAN, CJK, STRIP, LOWER = 1, 2, 4, 8  # et_compile_wordpiece's BertNormalizer flags
+DECODE_JOIN, NO_CLEANUP = 16, 32  # and its decoder's (default: WordPiece, cleanup on)
 MAX_CHARS = 100  # max_input_chars_per_word, Hugging Face's default
 
 
@@ -87,6 +88,16 @@ def _flags_of(norm: Any, source: str) -> int:
                       norm.get("strip_accents"), norm.get("lowercase", True))
 
 
+def _decoder_flags(dec: Any) -> int:
+    """A tokenizer.json decoder as flags: none (tokens joined with spaces, as tokenizers' decode
+    does then), WordPiece with or without its clean-up; others decode as WordPiece."""
+    if dec is None:
+        return DECODE_JOIN
+    if type(dec) is dict and dec.get("type") == "WordPiece" and dec.get("cleanup", True) is False:
+        return NO_CLEANUP
+    return 0
+
+
 def from_tokenizer_json(spec: dict[str, Any], source: str,
                         meta: dict[str, Any] | None) -> bytes:
     """Compile a tokenizer.json whose model is WordPiece (hf.read_tokenizer_json's dict)."""
@@ -131,7 +142,8 @@ def from_tokenizer_json(spec: dict[str, Any], source: str,
     if meta is not None:
         meta["post"] = post
     return compile_vocab(list(vocab.items()), specials, unk, cls, sep, prefix, max_chars,
-                         _flags_of(spec.get("normalizer"), source), source)
+                         _flags_of(spec.get("normalizer"), source)
+                         | _decoder_flags(spec.get("decoder")), source)
 
 
 SPECIAL_NAMES = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")

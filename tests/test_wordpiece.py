@@ -673,3 +673,32 @@ def test_stream_is_live_and_bounded(minilm, corpora, tmp_path) -> None:  # type:
     rest = p.stdout.read()
     assert p.wait(30) == 0
     assert [int(x) for x in (early + rest).split()] == want
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([None, *CONFIGS]), st.integers(0, 2**32 - 1))
+def test_decode_equals_tokenizers(minilm, trained, cfg, seed) -> None:  # type: ignore[no-untyped-def]
+    """decode of any id sequence (continuations first, specials, punctuation) is tokenizers'
+    decode(ids, skip_special_tokens=False) (its WordPiece decoder: continuations glued, a space
+    before other tokens, its clean-up); decoding in parts (edgetok.stream.Decoder) gives the
+    same; and encoded text decodes as tokenizers decodes it."""
+    import random
+
+    from edgetok.stream import Decoder
+
+    path = minilm["tokenizer.json"] if cfg is None else trained[cfg]
+    enc, ref = edgetok.load(path), hf(path)
+    rnd = random.Random(seed)
+    for _ in range(20):
+        ids = [rnd.randrange(enc.n_vocab) for _ in range(rnd.randrange(12))]
+        want = ref.decode(ids, skip_special_tokens=False)
+        assert enc.decode(ids) == want, ids
+        d, got, at = Decoder(enc), "", 0
+        while at < len(ids):
+            k = rnd.randrange(1, 4)
+            got += d.feed(ids[at:at + k])
+            at += k
+        assert got + d.flush() == want, ids
+    text = "Hello, world! It's unaffable: caf\u00e9 \u4e2d\u6587 don't [x]."
+    ids = enc.encode(text)
+    assert enc.decode(ids) == ref.decode(ids, skip_special_tokens=False)

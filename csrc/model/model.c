@@ -168,7 +168,7 @@ static int validate(et_model *m, const uint8_t *d, size_t size, unsigned flags)
         m->n_pops = (uint32_t)(got / 4u);
         const et_wparam *w = &m->wp;
         if (w->unk_id >= m->n_vocab || (w->cls_id != ET_NONE && w->cls_id >= m->n_vocab) ||
-            (w->sep_id != ET_NONE && w->sep_id >= m->n_vocab) || (w->flags & ~15u) ||
+            (w->sep_id != ET_NONE && w->sep_id >= m->n_vocab) || (w->flags & ~ET_WP_FLAGS) ||
             w->cont == 0 || w->cont >= m->n_cells || m->cells[ET_WP_CELL * w->cont + 1u] != 0 ||
             w->prefix_len > m->max_token_len ||
             m->popoff[m->n_cells] > m->n_pops)
@@ -568,6 +568,29 @@ static int decode_sp(const et_model *m, const uint32_t *ids, size_t n, unsigned 
 }
 
 /* Decodes into out[0..cap) (out NULL: only measures). */
+/* WordPiece: whether token id (bytes p[0..l)) is a continuation token, spelled with the
+ * prefix ("##"): the trie holds it without the prefix under the continuation root. */
+static int wp_continuation(const et_model *m, uint32_t id, const uint8_t *p, size_t l)
+{
+    const size_t pl = m->wp.prefix_len;
+    if (id >= m->n_vocab || l <= pl) return 0;
+    uint32_t s = m->wp.cont;
+    for (size_t i = pl; i < l && s != ET_NONE; i++) s = et_trie_step(m, s, p[i], ET_WP_CELL);
+    return s != ET_NONE && m->cells[(size_t)ET_WP_CELL * s + 2u] == id;
+}
+
+/* WordPiece: whether Hugging Face's WordPiece decoder (cleanup on) writes no space before a
+ * word-initial token that starts with p[0..l): its clean-up turns " ." into "." and so on. */
+static int wp_no_space(const uint8_t *p, size_t l)
+{
+    static const char *const glue[] = {".", "?", "!", ",", "n't", "'m", "'s", "'ve", "'re"};
+    for (size_t k = 0; k < sizeof glue / sizeof *glue; k++) {
+        size_t g = strlen(glue[k]);
+        if (l >= g && memcmp(p, glue[k], g) == 0) return 1;
+    }
+    return 0;
+}
+
 static int decode_into(const et_model *m, const uint32_t *ids, size_t n, unsigned flags,
                        uint64_t *state, char *out, size_t cap, size_t *n_out)
 {
@@ -578,12 +601,29 @@ static int decode_into(const et_model *m, const uint32_t *ids, size_t n, unsigne
         *n_out = rc == ET_E_TOKEN && !out ? bad : o.w;
         return rc;
     }
+    const int wp = m->kind == ET_KIND_WORDPIECE;
     for (size_t i = 0; i < n; i++) {
         const uint8_t *p;
         size_t l;
         if (et_token_bytes(m, ids[i], &p, &l) != ET_OK) {
             *n_out = out ? o.w : i;
             return ET_E_TOKEN;
+        }
+        if (wp) { /* Hugging Face's WordPiece decoder: after the first token, a continuation
+                   * loses its prefix and any other token gets a space before it (state: a
+                   * token was seen, for et_decode_part) */
+            const uint32_t f = m->wp.flags;
+            if (*state & 1u) {
+                if (!(f & ET_WP_DECODE_JOIN) && wp_continuation(m, ids[i], p, l)) {
+                    p += m->wp.prefix_len;
+                    l -= m->wp.prefix_len;
+                } else if (((f & (ET_WP_DECODE_JOIN | ET_WP_NO_CLEANUP)) || !wp_no_space(p, l)) &&
+                           put(&o, (const uint8_t *)" ", 1)) {
+                    *n_out = o.w;
+                    return ET_E_FULL;
+                }
+            }
+            *state |= 1u;
         }
         if (put(&o, p, l)) {
             *n_out = o.w;

@@ -105,6 +105,11 @@ typedef struct {
 #define ET_WP_CJK 2u   /* handle_chinese_chars */
 #define ET_WP_STRIP 4u /* strip_accents (NFD, nonspacing marks dropped) */
 #define ET_WP_LOWER 8u /* lowercase */
+/* decoding, as the tokenizer.json's decoder: by default Hugging Face's WordPiece decoder with
+ * its clean-up (what BERT files have; also vocab.txt and GGUF models) */
+#define ET_WP_DECODE_JOIN 16u /* no decoder: the tokens joined with spaces, prefixes kept */
+#define ET_WP_NO_CLEANUP 32u  /* the WordPiece decoder with cleanup=false */
+#define ET_WP_FLAGS 63u
 
 typedef struct {
     uint8_t magic[8]; /* "EDGETOK\0" */

@@ -116,7 +116,7 @@ int et_compile_wordpiece(const char *bytes, const uint32_t *off, const uint32_t 
                          size_t *out_len)
 {
     if (!out || !out_len || !prefix || !n || !bytes || !off || !ids || n > 0x3FFFFFFFu ||
-        (ns && (!sbytes || !soff || !sids)) || (flags & ~15u))
+        (ns && (!sbytes || !soff || !sids)) || (flags & ~ET_WP_FLAGS))
         return ET_E_ARG;
     const size_t pl = strlen(prefix);
     uint32_t nk = 1, kb = 1;
