@@ -408,10 +408,12 @@ class Model:
             self._ws(lib.et_ws_need(self._scratch.ws))
 
     def _bpe_only(self, what: str, wordpiece: bool = False) -> None:
-        """Refuses a model the operation does not work with (wordpiece: WordPiece works)."""
+        """Refuses a model the operation does not work with: BPE models with a regex-free
+        pretokenizer, and WordPiece models where wordpiece is set."""
         if self.kind != "bpe" and not (wordpiece and self.kind == "wordpiece"):
             family = "WordPiece" if self.kind == "wordpiece" else "SentencePiece"
-            raise ModelError(f"{what} works with BPE encodings only, not with {family} "
+            also = " (and WordPiece models)" if wordpiece else ""
+            raise ModelError(f"{what} works with BPE encodings only{also}, not with {family} "
                              f"models ({self.source})")
         if self.regex_split:
             raise ModelError(f"{what} needs a regex-free pretokenizer; {self.source} cuts its "

@@ -512,7 +512,6 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
     return k;
 }
 
-#define PIECE_END ET_PIECE_END
 
 #ifndef SETTLE_MIN_OVERRIDE
 #define SETTLE_MIN 4096u /* ET_SETTLE: shorter pieces wait for the next cut */
@@ -579,7 +578,7 @@ int et_bpe_run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
                     rc = ET_E_FORMAT;
                     break;
                 }
-                ends[n + k - 1] = e | PIECE_END;
+                ends[n + k - 1] = e | ET_PIECE_END;
             }
         }
         n += k;

@@ -54,8 +54,7 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
     if (m->kind == ET_KIND_BPE)
         return et_bpe_run(ws, t, len, flags, out, ends, cap, limit, n_out, consumed);
     if (m->kind == ET_KIND_WORDPIECE)
-        return et_wordpiece_run(ws, m, t, len, final, out, ends, ET_PIECE_END, cap, limit, n_out,
-                                consumed);
+        return et_wordpiece_run(ws, m, t, len, final, out, ends, cap, limit, n_out, consumed);
     *consumed = *n_out = 0; /* one sentence: no cut, no limit, no offsets */
     if (!final || ends || limit != SIZE_MAX) return final ? ET_E_ARG : ET_OK;
     int rc = et_unigram_run(ws, m, t, len, out, cap, n_out);

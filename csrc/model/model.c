@@ -567,7 +567,6 @@ static int decode_sp(const et_model *m, const uint32_t *ids, size_t n, unsigned 
     return ET_OK;
 }
 
-/* Decodes into out[0..cap) (out NULL: only measures). */
 /* WordPiece: whether token id (bytes p[0..l)) is a continuation token, spelled with the
  * prefix ("##"): the trie holds it without the prefix under the continuation root. */
 static int wp_continuation(const et_model *m, uint32_t id, const uint8_t *p, size_t l)
@@ -591,6 +590,7 @@ static int wp_no_space(const uint8_t *p, size_t l)
     return 0;
 }
 
+/* Decodes into out[0..cap) (out NULL: only measures). */
 static int decode_into(const et_model *m, const uint32_t *ids, size_t n, unsigned flags,
                        uint64_t *state, char *out, size_t cap, size_t *n_out)
 {

@@ -248,14 +248,14 @@ uint32_t et_charsmap_expansion(const uint8_t *cm, size_t size);
 int et_unigram_run(struct et_ws *ws, const struct et_model *m, const uint8_t *text, size_t len,
                    uint32_t *out, size_t cap, size_t *n_out);
 
-/* WordPiece encoding of text[0..len) into out[0..cap) / counting (out NULL), as
- * et_bpe_run: without final, only up to the last cut that no following text can move (after ASCII
+/* WordPiece encoding of text[0..len) into out[0..cap) / counting (out NULL), as et_bpe_run:
+ * without final, only up to the last cut that no following text can move (after ASCII
  * whitespace or punctuation); ends (if not NULL; out too) gets each token's end offset, with
- * end_flag on each word's last token; work stops after the word that takes the count past
+ * ET_PIECE_END on each word's last token; work stops after the word that takes the count past
  * limit. *consumed: the bytes the ids cover. */
 int et_wordpiece_run(struct et_ws *ws, const struct et_model *m, const uint8_t *text,
-                     size_t len, int final, uint32_t *out, size_t *ends, size_t end_flag,
-                     size_t cap, size_t limit, size_t *n_out, size_t *consumed);
+                     size_t len, int final, uint32_t *out, size_t *ends, size_t cap,
+                     size_t limit, size_t *n_out, size_t *consumed);
 
 /* What a model family adds to the common image (et_compile_image): its kind, pretokenizer,
  * flags, pattern, byte ids, extra sections; keys (if nk): the trie's keys and their values,

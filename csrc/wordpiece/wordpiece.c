@@ -47,6 +47,30 @@ typedef struct {
     uint32_t ids[IDS];
 } wp_slot;
 
+/* ASCII as the fast path keys a word: [0] as it is, [1] lowercased (ET_WP_LOWER) */
+static const uint8_t ascii_fold[2][128] = {
+    {
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+        16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
+        32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,
+        48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
+        64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79,
+        80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95,
+        96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111,
+        112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127,
+    },
+    {
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+        16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
+        32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,
+        48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
+        64, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111,
+        112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 91, 92, 93, 94, 95,
+        96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111,
+        112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127,
+    },
+};
+
 static inline const et_bert_rec *rec_of(uint32_t cp)
 {
     return &et_bert_recs[et_bert_stage2[(size_t)et_bert_stage1[cp >> 7] * 128u + (cp & 127u)]];
@@ -64,8 +88,7 @@ typedef struct {
     uint32_t pend[PENDING];    /* code point << 8 | combining class */
     uint32_t pend_src[PENDING][2]; /* their characters' places in the text (offsets) */
     size_t *spans;             /* et_encode_spans: each token's text range; NULL: none */
-    size_t *ends;              /* each token's end offset, end_flag on a word's last; or NULL */
-    size_t end_flag;
+    size_t *ends;              /* each token's end offset, ET_PIECE_END on a word's last; or NULL */
     size_t limit;              /* stop after the word that takes the count past it */
     int stop;                  /* (then nothing more is emitted) */
     size_t done;               /* with stop: the text up to the end of that word */
@@ -172,7 +195,7 @@ static inline wp_slot *slot_of(const wp *s)
 static inline void word_done(wp *s)
 {
     if (s->ends && s->out && s->n > s->word_n && s->n <= s->cap)
-        s->ends[s->n - 1] = s->word_end | s->end_flag;
+        s->ends[s->n - 1] = s->word_end | ET_PIECE_END;
     if (s->n > s->limit) {
         s->stop = 1;
         s->done = s->word_end;
@@ -373,8 +396,8 @@ static void put_string(wp *s, const uint8_t *p, size_t len, int nfd)
 }
 
 static int wordpiece(et_ws *ws, const et_model *m, const uint8_t *t, size_t len, uint32_t *out,
-                     size_t *spans, size_t *ends, size_t end_flag, size_t cap, size_t limit,
-                     size_t *n_out, size_t *consumed)
+                     size_t *spans, size_t *ends, size_t cap, size_t limit, size_t *n_out,
+                     size_t *consumed)
 {
     static const uint8_t space = ' ', fffd[3] = {0xEF, 0xBF, 0xBD};
     wp s;
@@ -384,7 +407,6 @@ static int wordpiece(et_ws *ws, const et_model *m, const uint8_t *t, size_t len,
     s.cap = cap;
     s.spans = spans;
     s.ends = ends;
-    s.end_flag = end_flag;
     s.limit = limit;
     if (spans || ends) { /* each character's place: in the workspace's scratch memory; no cache */
         s.src = (uint32_t (*)[2])et_ws_mem(ws);
@@ -400,10 +422,7 @@ static int wordpiece(et_ws *ws, const et_model *m, const uint8_t *t, size_t len,
     const uint32_t fl = m->wp.flags;
     const int clean = (fl & ET_WP_CLEAN) != 0, cjk = (fl & ET_WP_CJK) != 0;
     const int map = (fl & ET_WP_STRIP) ? ((fl & ET_WP_LOWER) ? 2 : 1) : (fl & ET_WP_LOWER) ? 0 : -1;
-    const int lower = (fl & ET_WP_LOWER) != 0;
-    uint8_t fold[128]; /* ASCII as the fast path keys it: lowercased where the model does */
-    for (unsigned c = 0; c < 128u; c++)
-        fold[c] = (uint8_t)(lower && c - 'A' < 26u ? c + ('a' - 'A') : c);
+    const uint8_t *const fold = ascii_fold[(fl & ET_WP_LOWER) != 0];
     size_t i = 0;
     while (i < len && s.rc == ET_OK && !s.stop) {
         size_t k;
@@ -420,10 +439,10 @@ static int wordpiece(et_ws *ws, const et_model *m, const uint8_t *t, size_t len,
                     /* its key (case folded) is written as it is scanned; the key is all
                      * zeros between words, and is zeroed again if the word does not fit */
                     size_t j = i;
-                    const size_t stop = len - i > KEY ? i + KEY : len; /* (longer: refused) */
+                    const size_t lim = len - i > KEY ? i + KEY : len; /* (longer: refused) */
                     do {
                         s.key.b[j - i] = fold[t[j]];
-                    } while (++j < stop && t[j] < 0x80u && !et_bert_ascii[t[j]]);
+                    } while (++j < lim && t[j] < 0x80u && !et_bert_ascii[t[j]]);
                     if (j - i <= KEY && j - i <= m->wp.max_chars &&
                         (j == len || (t[j] < 0x80u && (et_bert_ascii[t[j]] & ends) &&
                                       !(et_bert_ascii[t[j]] & drop)))) {
@@ -445,7 +464,7 @@ static int wordpiece(et_ws *ws, const et_model *m, const uint8_t *t, size_t len,
                         continue;
                     }
                 }
-                if (lower && (unsigned)(c - 'A') < 26u) c = (uint8_t)(c + ('a' - 'A'));
+                c = fold[c];
                 if (cls & C_PUNCT) end_word(&s);
                 if (s.in_word && !s.walking && s.wlen < KEY && s.chars < m->wp.max_chars) {
                     s.key.b[s.wlen++] = c; /* the common case: a letter of a short word */
@@ -516,15 +535,15 @@ static inline int wp_cut_after(uint8_t c, int clean)
 }
 
 int et_wordpiece_run(et_ws *ws, const et_model *m, const uint8_t *t, size_t len, int final,
-                     uint32_t *out, size_t *ends, size_t end_flag, size_t cap, size_t limit,
-                     size_t *n_out, size_t *consumed)
+                     uint32_t *out, size_t *ends, size_t cap, size_t limit, size_t *n_out,
+                     size_t *consumed)
 {
     if (ends && len > 0xFFFFFFFEu) return ET_E_ARG; /* (character places are 32-bit) */
     if (!final) { /* up to the last cut no following text can move */
         const int clean = (m->wp.flags & ET_WP_CLEAN) != 0;
         while (len > 0 && !wp_cut_after(t[len - 1], clean)) len--;
     }
-    int rc = wordpiece(ws, m, t, len, out, NULL, ends, end_flag, cap, limit, n_out, consumed);
+    int rc = wordpiece(ws, m, t, len, out, NULL, ends, cap, limit, n_out, consumed);
     if (rc != ET_OK) *n_out = *consumed = 0;
     return rc;
 }
@@ -537,8 +556,8 @@ int et_encode_spans(et_ws *ws, const char *text, size_t len, uint32_t *out, size
     if (m->kind != ET_KIND_WORDPIECE) return ET_E_ARG;
     *n_out = 0;
     size_t used = 0;
-    int rc = wordpiece(ws, m, (const uint8_t *)text, len, out, spans, NULL, 0, cap, SIZE_MAX,
-                       n_out, &used);
+    int rc = wordpiece(ws, m, (const uint8_t *)text, len, out, spans, NULL, cap, SIZE_MAX, n_out,
+                       &used);
     if (rc != ET_OK) *n_out = 0;
     return rc;
 }
