@@ -1,16 +1,20 @@
 """Token-level automata side by side in one run: edgetok's regex_automaton (plain and
 canonical), outlines-core's Index (compile) and llguidance's LLMatcher (compile, mask per
-token), on the structured-output patterns, for cl100k_base and o200k_base.
+token), on the structured-output patterns, for cl100k_base, o200k_base and Llama-3's 128k
+vocabulary (llama3; plain automata only: its tokens are not all the BPE of their bytes, so it
+has no backtracking tables for canonical mode).
 
-    python bench/automata.py [--encodings cl100k_base,o200k_base] [--repeat 20]
+    python bench/automata.py [--encodings cl100k_base,o200k_base,llama3] [--repeat 20]
 
 Compile: the best of --compile-repeat runs, from a pattern to a ready automaton (outlines-core
 and edgetok build every state's mask up front; llguidance compiles lazily and makes masks on
 demand, so its compile is small and its masks cost more). Mask: the mean time to produce the
 allowed-token bitset at each step of a string of the pattern (its canonical encoding), as a
 decoding loop asks for it, Python call included: edgetok's allowed_into (a reused buffer),
-llguidance's fill_next_token_bitmask (a reused numpy array). Peers missing: their columns say
-"-". Memory: edgetok's automaton (et_automaton_bytes).
+llguidance's fill_next_token_bitmask (a reused numpy array). edgetok's canonical masks: "canon"
+asked again (--repeat rounds: its bitset cache answers), "cold" each state the first time on a
+fresh automaton. Peers missing: their columns say "-". Memory: edgetok's automaton
+(et_automaton_bytes; canonical bitsets cached on top: at most mask_cache bytes).
 """
 from __future__ import annotations
 
@@ -45,9 +49,29 @@ def per_step(steps: "list[object]", mask, repeat: int) -> float:  # type: ignore
     return (time.perf_counter() - t) / (repeat * len(steps))
 
 
+def encoding(name: str) -> "tuple[edgetok.Encoding, object]":
+    """edgetok's encoding and a tiktoken Encoding with the same ids: a built-in and tiktoken's,
+    or llama3: Llama-3's 128k vocabulary (the llama-bpe GGUF of the llama-cpp-python sdist,
+    fetched once like the tests' data) and a tiktoken Encoding of its ranks and pattern (for
+    llguidance; the strings timed are ones where its ids are edgetok's)."""
+    if name != "llama3":
+        return edgetok.get_encoding(name), reference.tiktoken_encoding(name)
+    import tiktoken
+    from edgetok.fetch import sdist_members
+
+    path = next(iter(sdist_members("llama-cpp-python", "0.3.36",
+                                   ["models/ggml-vocab-llama-bpe.gguf"]).values()))
+    enc = edgetok.load(str(path))
+    ranks = {enc.model.token_bytes(i): i for i in range(enc.model.n_vocab)
+             if enc.model.token_bytes(i) and not enc.is_special_token(i)}
+    eos = enc._special_tokens.get("<|end_of_text|>", enc.n_vocab - 1)
+    return enc, tiktoken.Encoding("llama3", pat_str=enc._pat_str, mergeable_ranks=ranks,
+                                  special_tokens={"<|endoftext|>": eos})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--encodings", default="cl100k_base,o200k_base")
+    ap.add_argument("--encodings", default="cl100k_base,o200k_base,llama3")
     ap.add_argument("--repeat", type=int, default=20, help="mask rounds over a string's steps")
     ap.add_argument("--compile-repeat", type=int, default=3)
     args = ap.parse_args()
@@ -62,8 +86,7 @@ def main() -> None:
     except ImportError:
         llguidance = None
     for name in args.encodings.split(","):
-        enc = edgetok.get_encoding(name)
-        ref = reference.tiktoken_encoding(name)
+        enc, ref = encoding(name)
         print(f"\n{name}  (compile ms; mask us per step; memory KB)")
         voc = lt = None
         if oc is not None:
@@ -73,26 +96,32 @@ def main() -> None:
                 b = enc.model.token_bytes(i)
                 if b and not enc.is_special_token(i):
                     vocab.setdefault(b, []).append(i)
-            voc = oc.Vocabulary(enc.eot_token, vocab)
+            voc = oc.Vocabulary(ref.eot_token, vocab)
             print(f"  outlines-core Vocabulary: {(time.perf_counter() - t) * 1e3:.0f} ms (once)")
         if llguidance is not None:
             t = time.perf_counter()
             lt = llguidance.tiktoken.lltokenizer_from_encoding(ref)
             print(f"  llguidance tokenizer: {(time.perf_counter() - t) * 1e3:.0f} ms (once)")
         head = (f"  {'pattern':12} {'edgetok':>8} {'canon':>8} {'outlines':>9} {'llg':>7} | "
-                f"{'edgetok':>8} {'canon':>8} {'llg':>8} | {'mem KB':>7} {'canon/plain':>11}")
+                f"{'edgetok':>8} {'canon':>8} {'cold':>8} {'llg':>8} | {'mem KB':>7} "
+                f"{'canon/plain':>11}")
         print(head)
         for key, pattern, text in CASES:
-            ids = ref.encode_ordinary(text)
+            ids = enc.encode_ordinary(text)
             c_plain = best(lambda: enc.regex_automaton(pattern), args.compile_repeat)
-            c_canon = best(lambda: enc.regex_automaton(pattern, canonical=True), args.compile_repeat)
+            try:
+                enc.regex_automaton(pattern, canonical=True)
+                canonical_modes: "tuple[bool, ...]" = (False, True)
+                c_canon = best(lambda: enc.regex_automaton(pattern, canonical=True), args.compile_repeat)
+            except ValueError:  # no backtracking tables (Llama-3): plain automata only
+                canonical_modes, c_canon = (False,), None
             c_oc = best(lambda: oc.Index(pattern, voc), args.compile_repeat) if voc is not None else None
             c_llg = None
             if lt is not None:
                 grammar = llguidance.grammar_from("regex", pattern)
                 c_llg = best(lambda: llguidance.LLMatcher(lt, grammar), args.compile_repeat)
             masks = {}
-            for canonical in (False, True):
+            for canonical in canonical_modes:
                 a = enc.regex_automaton(pattern, canonical=canonical)
                 buf = bytearray((a.n_vocab + 7) // 8)
                 states, s = [], a.start
@@ -100,6 +129,9 @@ def main() -> None:
                     states.append(s)
                     s = a.next(s, t)
                 assert s >= 0 and a.is_accepting(s), (key, canonical)
+                # cold: each state the first time (a fresh automaton); warm: asked again
+                a = enc.regex_automaton(pattern, canonical=canonical)
+                masks[canonical, "cold"] = per_step(states, lambda st: a.allowed_into(st, buf), 1)
                 masks[canonical] = per_step(states, lambda st: a.allowed_into(st, buf), args.repeat)
                 if not canonical:
                     memory = a.memory
@@ -123,9 +155,11 @@ def main() -> None:
 
             def us(x: "float | None") -> str:
                 return "-" if x is None else f"{x * 1e6:.1f}"
+            ratio = f"{masks[True] / masks[False]:.1f}x" if True in masks else "-"
             print(f"  {key:12} {ms(c_plain):>8} {ms(c_canon):>8} {ms(c_oc):>9} {ms(c_llg):>7} | "
-                  f"{us(masks[False]):>8} {us(masks[True]):>8} {us(m_llg):>8} | "
-                  f"{memory / 1024:7.0f} {masks[True] / masks[False]:10.1f}x")
+                  f"{us(masks[False]):>8} {us(masks.get(True)):>8} {us(masks.get((True, 'cold'))):>8} "
+                  f"{us(m_llg):>8} | "
+                  f"{memory / 1024:7.0f} {ratio:>11}")
 
 
 if __name__ == "__main__":

@@ -797,6 +797,19 @@ class NativeAutomaton:
         check(lib.et_automaton_allowed(self._a, state, ids, n[0], ffi.NULL, 0, n), "allowed_ids")
         return list(ids[0:n[0]])
 
+    def allowed_both(self, state: int) -> "tuple[bytes, array[int]]":
+        """The bitset and the ascending ids of state from one pass (canonical masks are worth
+        computing once)."""
+        from array import array
+
+        n, cap = ffi.new("size_t *"), self.n_vocab
+        bits, ids = ffi.new("uint8_t[]", (cap + 7) // 8), ffi.new("uint32_t[]", max(cap, 1))
+        check(lib.et_automaton_allowed(self._a, state, ids, cap, bits, (cap + 7) // 8, n),
+              "allowed")
+        out = array("I")
+        out.frombytes(ffi.buffer(ids, 4 * n[0]))
+        return bytes(ffi.buffer(bits)), out
+
     def allowed_into(self, state: int, buf: object) -> int:
         """The bitset of state into buf (a writable buffer of (n_vocab + 7) // 8 bytes or more);
         returns the number of allowed ids."""

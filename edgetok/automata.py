@@ -21,9 +21,14 @@ text) with one character of each class the pretokenizers branch on before it, an
 (or the end of the text, for is_accepting). Guaranteed (sound): the canonical encoding of
 every string of the language walks the automaton to an accepting state with every token
 allowed. Not guaranteed (precision): a walk to acceptance need not be canonical (a probe may
-allow a cut this text does not have), and a token may lead to a state from which nothing
-canonical goes on; README gives the measured fractions. Canonical masks test each of the
-state's tokens against the last one, so they cost more than plain ones.
+allow a cut this text does not have); README gives the measured fractions. A token is also
+refused where it leads to a state from which no canonical text can go on within three tokens
+(after "y" of yes|no, "es" and "e" would merge with it; after "{", '"' would): the look-ahead
+that keeps walks from getting stuck. Canonical masks test each of the state's tokens against
+the last one and look ahead, so they cost far more than plain ones the first time a state is
+seen; the automaton keeps the masks (bitset and ids) of the states it has answered, up to
+mask_cache bytes (least recently used out first; the newest is kept whatever its size), so a
+decoding loop that comes back to a state pays a copy.
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from array import array
     from typing import Any
 
     from .encoding import Encoding
@@ -40,7 +46,8 @@ class TokenAutomaton:
     """The surface other code calls: start, next, allowed_ids, allowed, allowed_numpy,
     is_accepting. States are ints; -1 is no state."""
 
-    def __init__(self, enc: "Encoding", pattern: str, canonical: bool = False) -> None:
+    def __init__(self, enc: "Encoding", pattern: str, canonical: bool = False,
+                 mask_cache: int = 32 << 20) -> None:
         from ._ffi import NativeAutomaton
         from .regex_dfa import compile_regex
 
@@ -58,6 +65,10 @@ class TokenAutomaton:
         self.memory: int = self._native.bytes
         self.compile_seconds = {"regex": t1 - t0, "tokens": t2 - t1}
         self._enc = enc
+        # canonical masks by state, least recently used first (see the module's text)
+        self._masks: dict[int, tuple[bytes, array[int]]] = {}
+        self._cache_bytes = max(mask_cache, 1) if canonical else 0
+        self._held = 0
 
     def __repr__(self) -> str:
         return (f"<TokenAutomaton {self.pattern!r} canonical={self.canonical} "
@@ -73,25 +84,47 @@ class TokenAutomaton:
 
     def allowed_ids(self, state: int) -> list[int]:
         """The allowed ids, ascending."""
+        if self._cache_bytes:
+            return self._cached(state)[1].tolist()
         return self._native.allowed_ids(state)
 
     def allowed(self, state: int) -> bytes:
         """The allowed ids as a bitset: bit i of byte i // 8, least significant bit first."""
         buf = bytearray((self.n_vocab + 7) // 8)
-        self._native.allowed_into(state, buf)
+        self.allowed_into(state, buf)
         return bytes(buf)
 
     def allowed_into(self, state: int, buf: "Any") -> int:
-        """The bitset written into a caller's writable buffer (reused from step to step: no
-        allocation); returns the number of allowed ids."""
-        return self._native.allowed_into(state, buf)
+        """The bitset written into a caller's writable buffer of at least (n_vocab + 7) // 8
+        bytes (reused from step to step: no allocation); returns the number of allowed ids."""
+        if not self._cache_bytes:
+            return self._native.allowed_into(state, buf)
+        bits, ids = self._cached(state)
+        out = memoryview(buf).cast("B")
+        if len(out) < len(bits):
+            raise ValueError(f"the buffer holds {len(out)} bytes; the bitset needs {len(bits)}")
+        out[:len(bits)] = bits
+        return len(ids)
+
+    def _cached(self, state: int) -> "tuple[bytes, array[int]]":
+        """A canonical state's bitset and ids, from the cache (least recently used out first)."""
+        hit = self._masks.pop(state, None)
+        if hit is None:
+            hit = self._native.allowed_both(state)
+            self._held += len(hit[0]) + 4 * len(hit[1])
+            while self._masks and self._held > self._cache_bytes:
+                old = self._masks.pop(next(iter(self._masks), -1), None)
+                if old is not None:
+                    self._held -= len(old[0]) + 4 * len(old[1])
+        self._masks[state] = hit
+        return hit
 
     def allowed_numpy(self, state: int) -> "Any":
         """The allowed ids as a numpy bool array of n_vocab entries (needs numpy)."""
         import numpy as np
 
         bits = np.zeros((self.n_vocab + 7) // 8, dtype=np.uint8)
-        self._native.allowed_into(state, bits)
+        self.allowed_into(state, bits)
         return np.unpackbits(bits, bitorder="little")[:self.n_vocab].astype(bool)
 
     def walk(self, ids: "list[int]", state: int | None = None) -> int:

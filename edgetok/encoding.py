@@ -559,13 +559,15 @@ class Encoding:
             return b"".join(out) + (self._model.decode(run) if run else b"")
         return self._model.decode(tokens)
 
-    def regex_automaton(self, pattern: str, canonical: bool = False) -> "TokenAutomaton":
+    def regex_automaton(self, pattern: str, canonical: bool = False,
+                        mask_cache: int = 32 << 20) -> "TokenAutomaton":
         """A token-level automaton for constrained decoding: the tokens that keep the text a
         prefix of a string matching pattern (a whole-text match; see edgetok.automata for the
-        syntax and for what canonical=True guarantees). BPE models only."""
+        syntax and for what canonical=True guarantees). BPE models only. mask_cache: bytes of
+        canonical bitsets kept for states seen again."""
         from .automata import TokenAutomaton
 
-        return TokenAutomaton(self, pattern, canonical)
+        return TokenAutomaton(self, pattern, canonical, mask_cache)
 
     def is_canonical(self, tokens: Sequence[int]) -> bool:
         """True iff encode_ordinary(decode_bytes(tokens)) == tokens (bytes that are not UTF-8

@@ -295,6 +295,36 @@ def test_canonical_precision(enc):  # type: ignore[no-untyped-def]
         assert got >= floor, (key, got)
 
 
+@pytest.mark.parametrize("key", ["enum", "iso_date", "phone", "integer"])
+def test_canonical_no_dead_ends(enc, key):  # type: ignore[no-untyped-def]
+    """The look-ahead: no random walk of the canonical automaton gets stuck where nothing is
+    allowed and the text is incomplete (before it: enum 0.70 of walks, date 0.20, phone 0.17).
+    Every allowed token also steps (next != -1), and the cache answers as the C core does."""
+    _, stuck = precision(enc, PATTERNS[key], 40)
+    assert stuck == 0, (key, stuck)
+    a = automaton(enc.name, PATTERNS[key], True)
+    fresh = enc.regex_automaton(PATTERNS[key], canonical=True, mask_cache=0)
+    s = a.start
+    for t in enc.encode_ordinary({"enum": "maybe", "iso_date": "2026-11-25",
+                                  "phone": "(555) 123-4567", "integer": "-1234567"}[key]):
+        ids = a.allowed_ids(s)
+        assert ids == fresh._native.allowed_ids(s) == fresh.allowed_ids(s)
+        assert a.allowed(s) == fresh.allowed(s)
+        assert all(a.next(s, i) >= 0 for i in ids) and t in ids
+        s = a.next(s, t)
+    assert a.is_accepting(s)
+
+
+@pytest.mark.slow
+def test_canonical_no_dead_ends_json(enc):  # type: ignore[no-untyped-def]
+    """Before the look-ahead every walk of the JSON pattern got stuck: `{` was allowed, then
+    `"` was refused (`{"` is one token)."""
+    a = automaton(enc.name, PATTERNS["json"], True)
+    assert enc.encode_ordinary("{")[0] not in a.allowed_ids(a.start)
+    ok, stuck = precision(enc, PATTERNS["json"], 40)
+    assert stuck == 0 and ok >= 0.9, (ok, stuck)
+
+
 def test_canonical_refused_where_unsupported(tmp_path):  # type: ignore[no-untyped-def]
     """Models without backtracking tables (a token that is not the BPE of its own bytes)."""
     ranks = {bytes([b]): b for b in range(256)}

@@ -14,6 +14,7 @@
  * (the backtracking encoder's test), or across a cut the pretokenizer may make between them
  * (see probe()). Sound (a canonical encoding is never refused; tested), not exact.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,7 @@ struct et_automaton {
     uint32_t *tok;    /* allowed ids of each row, ascending */
     uint32_t *nxt;    /* the row each leads to */
     uint8_t *accept;  /* per row: the DFA state accepts */
+    _Atomic uint8_t *live; /* canonical: per (row, token) entry, what look-ahead proved */
     size_t bytes;     /* memory held */
 };
 
@@ -67,6 +69,7 @@ void et_automaton_free(et_automaton *a)
     free(a->tok);
     free(a->nxt);
     free(a->accept);
+    free(a->live);
     free(a);
 }
 
@@ -161,6 +164,11 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
     a->row[rows] = (uint32_t)used;
     a->n_rows = rows;
     a->bytes = sizeof *a + ((size_t)rows + 1u) * 4u + rows + used * 8u;
+    if (flags & ET_AUT_CANONICAL) {
+        if (!(a->live = malloc(used ? used : 1u))) goto done;
+        for (size_t i = 0; i < used; i++) atomic_init(&a->live[i], 0);
+        a->bytes += used;
+    }
     rc = ET_OK;
 done:
     free(first);
@@ -297,6 +305,51 @@ static int pair_ok(const et_automaton *a, uint32_t l2, uint32_t l, uint32_t t)
     return probe(a->m, l2, l, q, nt, 1, et_valid_pair(a->m, l, t) ? AUT_CUT | AUT_INSIDE : AUT_CUT);
 }
 
+/* Look-ahead (canonical). live(l, i, k) for entry i of a row (token t after token l, leading
+ * to row r): k = 0, or r accepts, or some entry j of r may follow t (pair_ok(l, t, tok[j]))
+ * with live(t, j, k - 1). A token that is not live(l, i, AUT_LOOK) leads where no canonical
+ * text can go on (after "y" in yes|no: "es" and "e" merge with it), so it is not allowed.
+ * The first level knows l (the state's last token); deeper levels take any token before t
+ * (AUT_ANY: pair_ok is then looser, so live is still implied by a canonical continuation)
+ * (each of the probes put right before t) and are remembered per entry: the low nibble of live[i] the highest level proved live, the
+ * high nibble the lowest proved not (0: none). Every value stored is a fact, so threads that
+ * race on an entry lose at most a fact. Returns -1 (not live) or a level L >= k proved live
+ * (15: every level, an accepting row is reached). Recursion is AUT_LOOK deep. */
+#define AUT_LOOK 3u
+static int entry_live(const et_automaton *a, uint32_t l, uint32_t i, unsigned k)
+{
+    const int memo = l == AUT_ANY;
+    const unsigned m = memo ? atomic_load_explicit(&a->live[i], memory_order_relaxed) : 0u;
+    if ((m & 15u) >= k) return (int)(m & 15u);
+    if ((m >> 4) && (m >> 4) <= k) return -1;
+    const uint32_t r = a->nxt[i], t = a->tok[i];
+    int lvl = -1;
+    if (a->accept[r]) lvl = 15;
+    /* pairs BPE makes first (usually one piece: a probe or two), then the ones only a cut
+     * allows (every probe tried before one is refused) */
+    for (int valid = 1; valid >= 0 && lvl < 0; valid--)
+        for (uint32_t j = a->row[r]; lvl < 0 && j < a->row[r + 1u]; j++) {
+            const uint32_t u = a->tok[j];
+            if (et_valid_pair(a->m, t, u) != valid || !pair_ok(a, l, t, u)) continue;
+            const int sub = k == 1u ? 0 : entry_live(a, AUT_ANY, j, k - 1u);
+            if (sub >= 0) lvl = sub == 15 ? 15 : sub + 1;
+        }
+    if (!memo) return lvl;
+    const unsigned now = atomic_load_explicit(&a->live[i], memory_order_relaxed);
+    unsigned lo = now & 15u, hi = now >> 4;
+    if (lvl >= 0 && (unsigned)lvl > lo) lo = (unsigned)lvl;
+    if (lvl < 0 && (!hi || k < hi)) hi = k;
+    atomic_store_explicit(&a->live[i], (uint8_t)(hi << 4 | lo), memory_order_relaxed);
+    return lvl;
+}
+
+/* Whether entry i may be taken after l in a canonical automaton: the any-l look-ahead first
+ * (remembered), then the one that knows l. */
+static int entry_ok(const et_automaton *a, uint32_t l, uint32_t i)
+{
+    return entry_live(a, AUT_ANY, i, AUT_LOOK) >= 0 && entry_live(a, l, i, AUT_LOOK) >= 0;
+}
+
 int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
 {
     struct cstate c;
@@ -308,7 +361,9 @@ int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
         else hi = mid;
     }
     if (lo == a->row[c.row + 1u] || a->tok[lo] != token) return -1;
-    if ((a->flags & ET_AUT_CANONICAL) && !pair_ok(a, c.l2, c.l, token)) return -1;
+    if ((a->flags & ET_AUT_CANONICAL) &&
+        (!pair_ok(a, c.l2, c.l, token) || !entry_ok(a, c.l, lo)))
+        return -1;
     return join_state(a, a->nxt[lo], c.l, token);
 }
 
@@ -369,6 +424,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
                 if (!ans) continue;
             }
         }
+        if ((a->flags & ET_AUT_CANONICAL) && !entry_ok(a, c.l, i)) continue;
         if (bits) bits[t >> 3] |= (uint8_t)(1u << (t & 7u));
         if (ids) {
             if (w == cap) return ET_E_FULL;
