@@ -295,6 +295,44 @@ def test_canonical_precision(enc):  # type: ignore[no-untyped-def]
         assert got >= floor, (key, got)
 
 
+def shaped(text: str) -> str:
+    """csrc/automata's shapes() rule on a whole text: over its UTF-8 bytes, a digit becomes
+    '0', ASCII punctuation other than ' and / becomes '!', a letter 'a' or 'A' (case kept)
+    unless it is a contraction letter one or two bytes after an apostrophe."""
+    b = text.encode()
+    out = bytearray(b)
+    for i, c in enumerate(b):
+        named = (i >= 1 and b[i - 1] == 0x27) or (i >= 2 and b[i - 2] == 0x27)
+        if 0x30 <= c <= 0x39:
+            out[i] = 0x30
+        elif chr(c).isascii() and chr(c).isalpha():
+            if not (named and chr(c).lower() in "sdmtlver"):
+                out[i] = 0x61 if chr(c).islower() else 0x41
+        elif 0x20 < c < 0x7F and c not in (0x27, 0x2F):
+            out[i] = 0x21
+    return out.decode()
+
+
+def shape_patterns() -> "dict[str, str]":
+    from edgetok.compiler import LLAMA3_PATTERN
+
+    pats = {n: reference.tiktoken_encoding(n)._pat_str for n in ("cl100k_base", "o200k_base", "r50k_base")}
+    return {**pats, "llama3": LLAMA3_PATTERN}
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(texts, st.text(alphabet="abstdmlverSDMTLVER'0189 .,-/!?\n\t_", max_size=40)))
+def test_shapes_keep_the_cuts(text):  # type: ignore[no-untyped-def]
+    """The rule canonical automata remember probe answers by (csrc/automata shapes()): texts of
+    the same shape are cut into pieces of the same lengths by every pattern with a canonical
+    automaton (the `regex` module decides)."""
+    other = shaped(text)
+    assert len(other) == len(text)
+    for name, pat in shape_patterns().items():
+        assert [len(p) for p in regex.findall(pat, text)] == \
+            [len(p) for p in regex.findall(pat, other)], (name, text, other)
+
+
 @pytest.mark.parametrize("key", ["enum", "iso_date", "phone", "integer"])
 def test_canonical_no_dead_ends(enc, key):  # type: ignore[no-untyped-def]
     """The look-ahead: no random walk of the canonical automaton gets stuck where nothing is

@@ -30,6 +30,8 @@ struct et_automaton {
     uint32_t *nxt;    /* the row each leads to */
     uint8_t *accept;  /* per row: the DFA state accepts */
     _Atomic uint8_t *live; /* canonical: per (row, token) entry, what look-ahead proved */
+    uint32_t *shape;  /* canonical: 4 x n_vocab shape ids of the tokens (see shapes()) */
+    uint32_t *head;   /* canonical: per token, pair_head's length | AUT_ENDS_APOS (0: none) */
     size_t bytes;     /* memory held */
 };
 
@@ -70,7 +72,122 @@ void et_automaton_free(et_automaton *a)
     free(a->nxt);
     free(a->accept);
     free(a->live);
+    free(a->shape);
+    free(a->head);
     free(a);
+}
+
+/* Shapes. The pretokenizers with canonical automata (cl100k, o200k, GPT-2, Llama-3) tell ASCII
+ * characters apart only by class, and by name where their patterns name them: white space and
+ * control characters, the apostrophe, '/', and the letters of the contractions ('s 't 're 've
+ * 'm 'll 'd, either case) in the two places after an apostrophe. So the cuts in a text stay
+ * where they are when a digit becomes '0', other ASCII punctuation '!', and a letter 'a' or
+ * 'A' (its case kept) unless it is one of the two bytes after an apostrophe (same length; other
+ * bytes are kept): texts of the same shape are cut alike, and probe() answers are remembered
+ * by the shapes of what it puts together. A token's shape names the letters after its own
+ * apostrophes, and in its first two bytes too when what comes before it may end in one
+ * ("first" shapes; "free" ones where it cannot). tests/test_automata.py checks the rule
+ * against the patterns with the `regex` module. */
+static uint8_t shape_byte(uint8_t c, int named)
+{
+    if (c >= '0' && c <= '9') return '0';
+    if ((uint8_t)((c | 0x20u) - 'a') < 26u) {
+        const uint8_t lc = (uint8_t)(c | 0x20u);
+        if (named && (lc == 's' || lc == 'd' || lc == 'm' || lc == 't' || lc == 'l' ||
+                      lc == 'v' || lc == 'e' || lc == 'r'))
+            return c;
+        return c & 0x20u ? 'a' : 'A';
+    }
+    if (c > 0x20u && c < 0x7Fu && c != '\'' && c != '/') return '!';
+    return c;
+}
+
+/* Whether p[0..n) has an apostrophe in its last two bytes (names what follows it). */
+static int ends_apos(const uint8_t *p, size_t n)
+{
+    return (n >= 1u && p[n - 1u] == '\'') || (n >= 2u && p[n - 2u] == '\'');
+}
+
+struct shape_slot { const uint8_t *p; uint32_t n, id; };
+struct shape_map { struct shape_slot *tab; size_t cap; uint32_t next; uint8_t byte[2][256]; };
+
+/* p[i]'s shape byte: letters named where an apostrophe is one or two bytes before, or where
+ * i < 2 in a first shape. */
+static inline uint8_t shape_at(const struct shape_map *sm, const uint8_t *p, uint32_t i, int first)
+{
+    return sm->byte[i < 2u ? first || (i == 1u && p[0] == '\'')
+                           : p[i - 1u] == '\'' || p[i - 2u] == '\''][p[i]];
+}
+
+/* The id of the (first or free) shape of p[0..n) (a new one if no string had that shape). */
+static uint32_t shape_id(struct shape_map *sm, const uint8_t *p, uint32_t n, int first)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (uint32_t i = 0; i < n; i++) h = (h ^ shape_at(sm, p, i, first)) * 1099511628211ull;
+    for (size_t k = (size_t)(h ^ h >> 29) & (sm->cap - 1u);; k = (k + 1u) & (sm->cap - 1u)) {
+        struct shape_slot *e = &sm->tab[k];
+        if (!e->p) {
+            e->p = p;
+            e->n = n | (uint32_t)first << 31;
+            return e->id = sm->next++;
+        }
+        if ((e->n & 0x7FFFFFFFu) != n) continue;
+        uint32_t i = 0;
+        while (i < n && shape_at(sm, e->p, i, (int)(e->n >> 31)) == shape_at(sm, p, i, first)) i++;
+        if (i == n) return e->id;
+    }
+}
+
+static const uint8_t *pair_head(const et_model *m, uint32_t t, size_t *nt);
+
+#define AUT_ENDS_APOS 0x80000000u /* a->head[t]: t ends with an apostrophe (ends_apos) */
+
+/* a->shape[4t + k]: the ids of token t's first shape (k = 0), free shape (1), and of its
+ * head's (pair_head) first (2) and free (3) shapes; ET_NONE where t has none; a->head[t].
+ * Only for the tokens of the rows (the only ones a state can hold or ask about); ids are
+ * < 4V. */
+static int shapes(et_automaton *a, size_t used)
+{
+    const uint32_t V = a->n_vocab;
+    struct shape_map sm = {NULL, 16, 0, {{0}}};
+    uint64_t *in = calloc((size_t)V / 64u + 1u, 8u);
+    if (!in || !(a->shape = malloc((size_t)V * 16u)) || !(a->head = calloc(V, 4u))) {
+        free(in);
+        return ET_E_NOMEM;
+    }
+    size_t n_in = 0;
+    for (size_t i = 0; i < used; i++) {
+        const uint32_t t = a->tok[i];
+        if (!(in[t >> 6] >> (t & 63u) & 1u)) n_in++;
+        in[t >> 6] |= (uint64_t)1 << (t & 63u);
+    }
+    while (sm.cap < n_in * 8u) sm.cap *= 2;
+    for (unsigned c = 0; c < 256u; c++) {
+        sm.byte[0][c] = shape_byte((uint8_t)c, 0);
+        sm.byte[1][c] = shape_byte((uint8_t)c, 1);
+    }
+    if (!(sm.tab = calloc(sm.cap, sizeof *sm.tab))) {
+        free(in);
+        return ET_E_NOMEM;
+    }
+    for (uint32_t t = 0; t < V; t++) {
+        const uint8_t *p = NULL, *q = NULL;
+        size_t n = 0, nh = 0;
+        if (in[t >> 6] >> (t & 63u) & 1u) {
+            n = et_tok(a->m, t, &p);
+            q = n ? pair_head(a->m, t, &nh) : NULL;
+            if (q) a->head[t] = (uint32_t)nh | (ends_apos(p, n) ? AUT_ENDS_APOS : 0u);
+        }
+        uint32_t *out = a->shape + (size_t)4u * t;
+        for (int k = 0; k < 2; k++) {
+            out[k] = n ? shape_id(&sm, p, (uint32_t)n, !k) : ET_NONE;
+            out[2 + k] = q ? shape_id(&sm, q, (uint32_t)nh, !k) : ET_NONE;
+        }
+    }
+    free(sm.tab);
+    free(in);
+    a->bytes += (size_t)V * 20u;
+    return ET_OK;
 }
 
 int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *accept,
@@ -81,8 +198,8 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
     *out = NULL;
     for (size_t i = 0; i < (size_t)n * 256u; i++)
         if (trans[i] < -1 || trans[i] >= (int32_t)n) return ET_E_ARG;
-    if ((flags & ET_AUT_CANONICAL) &&
-        (!(m->flags & ET_FLAG_BACKTRACK) || m->pretok == ET_PRETOK_REGEX))
+    if ((flags & ET_AUT_CANONICAL) && (!(m->flags & ET_FLAG_BACKTRACK) ||
+                                       m->pretok == ET_PRETOK_REGEX || m->n_vocab > 0x1FFFFFFFu))
         return ET_E_ARG;
     const uint32_t V = m->n_vocab, depth = m->max_token_len + 1u;
     et_automaton *a = calloc(1, sizeof *a);
@@ -168,6 +285,7 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
         if (!(a->live = malloc(used ? used : 1u))) goto done;
         for (size_t i = 0; i < used; i++) atomic_init(&a->live[i], 0);
         a->bytes += used;
+        if ((rc = shapes(a, used))) goto done;
     }
     rc = ET_OK;
 done:
@@ -202,6 +320,10 @@ static int split_state(const et_automaton *a, int64_t state, struct cstate *c)
         c->l2 = (uint32_t)(s % k) - 1u;
         s /= k;
         if (c->l2 != ET_NONE && c->l == ET_NONE) return 0;
+        /* tokens of no row are in no state (and have no shape) */
+        if ((c->l != ET_NONE && a->shape[(size_t)4u * c->l] == ET_NONE) ||
+            (c->l2 != ET_NONE && a->shape[(size_t)4u * c->l2] == ET_NONE))
+            return 0;
     }
     if (s >= a->n_rows) return 0;
     c->row = (uint32_t)s;
@@ -294,15 +416,39 @@ static const uint8_t *pair_head(const et_model *m, uint32_t t, size_t *nt)
     return q;
 }
 
+/* probe() answers remembered while one mask is made (on the stack), by the shapes of l2, l
+ * and t's head and what was asked (see shapes()). */
+#define AUT_MEMO 1024u
+struct memo { uint64_t key[AUT_MEMO][2]; uint8_t ans[AUT_MEMO]; };
+
 /* Whether t may follow l (and l2 before it) in a canonical encoding (see the top): inside one
- * piece as a valid pair, or across a cut. */
-static int pair_ok(const et_automaton *a, uint32_t l2, uint32_t l, uint32_t t)
+ * piece as a valid pair, or across a cut. mm (may be NULL) remembers probes; valid is
+ * et_valid_pair(l, t), or -1 when not known. */
+static int pair_ok(const et_automaton *a, struct memo *mm, uint32_t l2, uint32_t l, uint32_t t,
+                   int valid)
 {
     if (l == ET_NONE) return 1;
-    size_t nt = 0;
-    const uint8_t *q = pair_head(a->m, t, &nt);
-    if (!q) return 1;
-    return probe(a->m, l2, l, q, nt, 1, et_valid_pair(a->m, l, t) ? AUT_CUT | AUT_INSIDE : AUT_CUT);
+    const uint8_t *q = NULL;
+    et_tok(a->m, t, &q);
+    const size_t nt = a->head[t] & ~AUT_ENDS_APOS; /* pair_head(t) */
+    if (!nt) return 1;
+    if (valid < 0) valid = et_valid_pair(a->m, l, t);
+    const int want = valid ? AUT_CUT | AUT_INSIDE : AUT_CUT;
+    if (!mm) return probe(a->m, l2, l, q, nt, 1, want);
+    /* probe's text: a probe (may end in an apostrophe) unless l2 is ET_NONE, l2, l, t's head */
+    const int l_first = l2 == AUT_ANY || (l2 != ET_NONE && (a->head[l2] & AUT_ENDS_APOS));
+    const uint32_t s2 = l2 == ET_NONE ? 0xFFFFFFFFu : l2 == AUT_ANY ? 0xFFFFFFFEu
+                                                                    : a->shape[(size_t)4u * l2];
+    const uint64_t k0 = (uint64_t)s2 << 32 | a->shape[(size_t)4u * l + !l_first],
+                   k1 = (uint64_t)a->shape[(size_t)4u * t + 2u + !(a->head[l] & AUT_ENDS_APOS)]
+                            << 2 | (unsigned)want; /* not 0 */
+    const uint64_t h = ((k0 * 0x9E3779B97F4A7C15ull) ^ (k1 * 0xC2B2AE3D27D4EB4Full)) >> 54;
+    if (mm->key[h][0] == k0 && mm->key[h][1] == k1) return mm->ans[h];
+    const int ans = probe(a->m, l2, l, q, nt, 1, want);
+    mm->key[h][0] = k0;
+    mm->key[h][1] = k1;
+    mm->ans[h] = (uint8_t)ans;
+    return ans;
 }
 
 /* Look-ahead (canonical). live(l, i, k) for entry i of a row (token t after token l, leading
@@ -310,31 +456,31 @@ static int pair_ok(const et_automaton *a, uint32_t l2, uint32_t l, uint32_t t)
  * with live(t, j, k - 1). A token that is not live(l, i, AUT_LOOK) leads where no canonical
  * text can go on (after "y" in yes|no: "es" and "e" merge with it), so it is not allowed.
  * The first level knows l (the state's last token); deeper levels take any token before t
- * (AUT_ANY: pair_ok is then looser, so live is still implied by a canonical continuation)
- * (each of the probes put right before t) and are remembered per entry: the low nibble of live[i] the highest level proved live, the
- * high nibble the lowest proved not (0: none). Every value stored is a fact, so threads that
- * race on an entry lose at most a fact. Returns -1 (not live) or a level L >= k proved live
- * (15: every level, an accepting row is reached). Recursion is AUT_LOOK deep. */
+ * (AUT_ANY: each probe right before t, a looser test, so a canonical continuation still
+ * implies live) and are remembered per entry: the low nibble of live[i] the highest level
+ * proved live, the high nibble the lowest proved not (0: none). Every value stored is a fact,
+ * so threads that race on an entry lose at most a fact. Returns -1 (not live) or a level
+ * L >= k proved live (15: every level, an accepting row is reached). Recursion is AUT_LOOK
+ * deep; each level scans one row. */
 #define AUT_LOOK 3u
-static int entry_live(const et_automaton *a, uint32_t l, uint32_t i, unsigned k)
+static int entry_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32_t i, unsigned k)
 {
-    const int memo = l == AUT_ANY;
-    const unsigned m = memo ? atomic_load_explicit(&a->live[i], memory_order_relaxed) : 0u;
+    const int keep = l == AUT_ANY;
+    const unsigned m = keep ? atomic_load_explicit(&a->live[i], memory_order_relaxed) : 0u;
     if ((m & 15u) >= k) return (int)(m & 15u);
     if ((m >> 4) && (m >> 4) <= k) return -1;
     const uint32_t r = a->nxt[i], t = a->tok[i];
-    int lvl = -1;
-    if (a->accept[r]) lvl = 15;
+    int lvl = a->accept[r] ? 15 : -1;
     /* pairs BPE makes first (usually one piece: a probe or two), then the ones only a cut
      * allows (every probe tried before one is refused) */
     for (int valid = 1; valid >= 0 && lvl < 0; valid--)
         for (uint32_t j = a->row[r]; lvl < 0 && j < a->row[r + 1u]; j++) {
             const uint32_t u = a->tok[j];
-            if (et_valid_pair(a->m, t, u) != valid || !pair_ok(a, l, t, u)) continue;
-            const int sub = k == 1u ? 0 : entry_live(a, AUT_ANY, j, k - 1u);
+            if (et_valid_pair(a->m, t, u) != valid || !pair_ok(a, mm, l, t, u, valid)) continue;
+            const int sub = k == 1u ? 0 : entry_live(a, mm, AUT_ANY, j, k - 1u);
             if (sub >= 0) lvl = sub == 15 ? 15 : sub + 1;
         }
-    if (!memo) return lvl;
+    if (!keep) return lvl;
     const unsigned now = atomic_load_explicit(&a->live[i], memory_order_relaxed);
     unsigned lo = now & 15u, hi = now >> 4;
     if (lvl >= 0 && (unsigned)lvl > lo) lo = (unsigned)lvl;
@@ -343,11 +489,12 @@ static int entry_live(const et_automaton *a, uint32_t l, uint32_t i, unsigned k)
     return lvl;
 }
 
-/* Whether entry i may be taken after l in a canonical automaton: the any-l look-ahead first
- * (remembered), then the one that knows l. */
-static int entry_ok(const et_automaton *a, uint32_t l, uint32_t i)
+/* Whether entry i of state c's row may be taken in a canonical automaton: t may follow the
+ * state's last two tokens, and the look-ahead (any token before t first: remembered). */
+static int entry_ok(const et_automaton *a, struct memo *mm, const struct cstate *c, uint32_t i)
 {
-    return entry_live(a, AUT_ANY, i, AUT_LOOK) >= 0 && entry_live(a, l, i, AUT_LOOK) >= 0;
+    return pair_ok(a, mm, c->l2, c->l, a->tok[i], -1) && entry_live(a, mm, AUT_ANY, i, AUT_LOOK) >= 0 &&
+           entry_live(a, mm, c->l, i, AUT_LOOK) >= 0;
 }
 
 int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
@@ -361,9 +508,11 @@ int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
         else hi = mid;
     }
     if (lo == a->row[c.row + 1u] || a->tok[lo] != token) return -1;
-    if ((a->flags & ET_AUT_CANONICAL) &&
-        (!pair_ok(a, c.l2, c.l, token) || !entry_ok(a, c.l, lo)))
-        return -1;
+    if (a->flags & ET_AUT_CANONICAL) {
+        struct memo mm;
+        memset(mm.key, 0, sizeof mm.key);
+        if (!entry_ok(a, &mm, &c, lo)) return -1;
+    }
     return join_state(a, a->nxt[lo], c.l, token);
 }
 
@@ -379,8 +528,6 @@ int et_automaton_accepting(const et_automaton *a, int64_t state)
     return !nt || !utf8_chars(q, nt, nt) || probe(a->m, AUT_ANY, c.l2, q, nt, 0, want);
 }
 
-#define AUT_MEMO 1024u /* probe answers remembered while one mask is made (on the stack) */
-
 int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, size_t cap,
                          uint8_t *bits, size_t nbytes, size_t *n)
 {
@@ -390,41 +537,13 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     *n = 0;
     if (!split_state(a, state, &c)) return ET_E_ARG;
     if (bits) memset(bits, 0, nbytes);
-    const int canon = (a->flags & ET_AUT_CANONICAL) && c.l != ET_NONE;
-    /* probe answers by t's head (up to 15 bytes) and what was asked */
-    uint64_t memo_key[AUT_MEMO][2];
-    uint8_t memo_ans[AUT_MEMO];
-    if (canon) memset(memo_key, 0, sizeof memo_key);
+    const int canon = (a->flags & ET_AUT_CANONICAL) != 0;
+    struct memo mm;
+    if (canon) memset(mm.key, 0, sizeof mm.key);
     size_t w = 0;
     for (uint32_t i = a->row[c.row]; i < a->row[c.row + 1u]; i++) {
         const uint32_t t = a->tok[i];
-        if (canon) {
-            size_t nt = 0;
-            const uint8_t *q = pair_head(a->m, t, &nt);
-            if (q) { /* probe() depends on t only through its head: remembered by head */
-                const int want = et_valid_pair(a->m, c.l, t) ? AUT_CUT | AUT_INSIDE : AUT_CUT;
-                int ans;
-                uint64_t key[2] = {0, 0};
-                uint32_t h = 0;
-                if (nt < 16u) { /* the head, its length and want: never all zero */
-                    memcpy(key, q, nt);
-                    key[1] |= (uint64_t)(nt << 2 | (unsigned)want) << 56;
-                    h = (uint32_t)((key[0] * 0x9E3779B97F4A7C15ull ^ key[1]) >> 52) % AUT_MEMO;
-                }
-                if (nt < 16u && memo_key[h][0] == key[0] && memo_key[h][1] == key[1]) {
-                    ans = memo_ans[h];
-                } else {
-                    ans = probe(a->m, c.l2, c.l, q, nt, 1, want);
-                    if (nt < 16u) {
-                        memo_key[h][0] = key[0];
-                        memo_key[h][1] = key[1];
-                        memo_ans[h] = (uint8_t)ans;
-                    }
-                }
-                if (!ans) continue;
-            }
-        }
-        if ((a->flags & ET_AUT_CANONICAL) && !entry_ok(a, c.l, i)) continue;
+        if (canon && !entry_ok(a, &mm, &c, i)) continue;
         if (bits) bits[t >> 3] |= (uint8_t)(1u << (t & 7u));
         if (ids) {
             if (w == cap) return ET_E_FULL;
