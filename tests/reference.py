@@ -115,6 +115,29 @@ def check_shard_cuts(enc, ref, text: str) -> None:  # type: ignore[no-untyped-de
         c = enc.model.shard_cut(data, c + 1)
 
 
+def read_in(text: str, sizes: list[int]) -> list[str]:
+    """text cut into reads of the given sizes (characters), taken in turn."""
+    parts, at, k = [], 0, 0
+    while at < len(text):
+        n = sizes[k % len(sizes)]
+        parts.append(text[at:at + n])
+        at, k = at + n, k + 1
+    return parts
+
+
+def stream_ids(enc, text: str, sizes: list[int], **kw) -> list[int]:  # type: ignore[no-untyped-def]
+    """The ids edgetok.stream.encode_stream gives for text read in pieces of the given sizes
+    (its count_only counts checked against them)."""
+    from edgetok.stream import encode_stream
+
+    parts = read_in(text, sizes)
+    got: list[int] = []
+    for ids in encode_stream(enc, parts, **kw):
+        got += ids
+    assert sum(encode_stream(enc, parts, count_only=True, **kw)) == len(got)
+    return got
+
+
 def core_sources() -> list[str]:
     """The C files the extension is built from (edgetok/_build.py SOURCES, read without
     importing cffi), as paths from the repository root: for the test and bench builds."""
