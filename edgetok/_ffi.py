@@ -19,7 +19,6 @@ from ._native import ffi, lib
 
 FINAL = lib.ET_FINAL
 SETTLE = lib.ET_SETTLE
-NO_DUMMY = lib.ET_NO_DUMMY
 # the C functions _ids.batch calls without the GIL
 _ENCODE_ADDR = int(ffi.cast("uintptr_t", ffi.addressof(lib, "et_encode")))
 _COUNT_ADDR = int(ffi.cast("uintptr_t", ffi.addressof(lib, "et_count")))
@@ -269,7 +268,7 @@ class Model:
         up to the last safe cut, or with settle into a long last piece: see ET_SETTLE).
         dummy=False: a SentencePiece model adds no dummy whitespace (ET_NO_DUMMY)."""
         s = self._scratch
-        final_flags = FINAL if dummy else FINAL | NO_DUMMY
+        final_flags = FINAL if dummy else FINAL | lib.ET_NO_DUMMY
         if final and s.ws_addr and not self._regex:  # one C call (_ids.one)
             ids = _one(0, _ENCODE_ADDR, s.ws_addr, s.out_addr, s.out_cap, data, (),
                        self._bound0, self._bound1, final_flags)

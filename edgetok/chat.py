@@ -231,9 +231,11 @@ def sp_conventions(enc: "Encoding") -> tuple[dict[str, int], bool]:
     source = enc.model.source
     key = _gguf_key(source)
     if enc.model.kind != "sp-bpe" or key is None:
+        what = ("SentencePiece .model file" if enc.model.kind == "sp-bpe"
+                else f"{enc.model.kind} model")
         raise ValueError(f"{enc.name}: chat templates are counted for byte-level BPE models "
-                         "(GGUF, tokenizer.json) and SentencePiece BPE GGUFs; not for this "
-                         f"{enc.model.kind} model")
+                         "(GGUF, tokenizer.json) and SentencePiece BPE GGUFs, whose tokenizer "
+                         f"transformers builds from the file; not for this {what}")
     if ("sp", *key, None) not in _found:
         _found["sp", *key, None] = _sp_conventions(source)
     added, each = _found["sp", *key, None]
@@ -250,8 +252,8 @@ def _sp_conventions(source: str) -> tuple[dict[str, int], bool]:
                          "transformers' GemmaTokenizer or T5Tokenizer, whose rules edgetok does "
                          "not reproduce yet (SentencePiece BPE GGUFs of other models are counted)")
     # what transformers ignores in the file, but edgetok's model (as llama.cpp) applies
-    if (md.get("tokenizer.ggml.add_space_prefix", True) is not True
-            or md.get("tokenizer.ggml.remove_extra_whitespaces", False) is not False
+    if (not md.get("tokenizer.ggml.add_space_prefix", True)
+            or md.get("tokenizer.ggml.remove_extra_whitespaces", False)
             or md.get("tokenizer.ggml.precompiled_charsmap")):
         raise ValueError(f"{source}: the file sets add_space_prefix, remove_extra_whitespaces "
                          "or a precompiled_charsmap, which transformers' GGUF tokenizer ignores: "

@@ -449,7 +449,7 @@ def test_sp_refusals(vocab, tmp_path):  # type: ignore[no-untyped-def]
         unigram.count_messages(chat, chat_template=BARE)
     f = tmp_path / "llama.model"  # a SentencePiece file: no GGUF to read transformers' rules from
     f.write_bytes(reference.sentencepiece_proto_from_gguf(vocab["llama-spm"]))
-    with pytest.raises(ValueError, match="SentencePiece BPE GGUFs"):
+    with pytest.raises(ValueError, match="not for this SentencePiece .model file"):
         edgetok.load(f).count_messages(chat, chat_template=BARE)
     with pytest.raises(ValueError, match="no chat template"):
         edgetok.load(vocab["llama-spm"]).count_messages(chat)  # it ships none
