@@ -254,39 +254,34 @@ def encode(file: str, encoding: str, model: str | None, fmt: str, allow_special:
       edgetok encode --model Qwen/Qwen2.5-7B-Instruct --no-add-special-tokens q.txt
       edgetok encode --model bge.etok query.txt --pair passage.txt --max-length 512
     """
-    import itertools
-
-    from edgetok.stream import encode_stream
+    from edgetok.stream import encode_stream_parts
 
     enc = load_encoding(encoding, model)
     if pair is not None or max_length is not None:
         encode_pair(enc, file, pair, fmt, errors, add_special, max_length, truncation)
         return
-    before, after = enc._special_wrap(add_special)
-    try:
-        head = [[*before, *([enc._bos_eos("bos")] if bos else [])]]
-        tail = [[*after, *([enc._bos_eos("eos")] if eos else [])]]
+    allowed, disallowed = special_policy(allow_special, special_as_text)
+    out = Output()
+    jobs = resolve_jobs(jobs)
+    try:  # (what is added around the text, and its errors, come from edgetok.stream)
+        stream = encode_stream_parts(enc, text_chunks(file, errors, jobs, out),
+                                     allowed_special=allowed, disallowed_special=disallowed,
+                                     add_special_tokens=add_special, add_bos=bos, add_eos=eos,
+                                     jobs=jobs)
     except ValueError as e:
         raise Failure(f"{e} (--bos and --eos are for SentencePiece models and GGUF files)") from None
     m = enc.model
     if fmt == "tokens" and (m.kind == "wordpiece" or m.kind == "bpe" and (
             m.nfc or m.drops_bytes or (enc._post is not None and enc._post["trim"]))):
-        tokens_whole(enc, file, errors, special_policy(allow_special, special_as_text),
-                     add_special, head[0][len(before):], tail[0][len(after):])
+        tokens_whole(enc, file, errors, (allowed, disallowed), add_special, bos, eos)
         return
     offsets = TokenOffsets() if m.kind == "bpe" else None
-    out = Output()
-    allowed, disallowed = special_policy(allow_special, special_as_text)
     first = True
     sep = ", " if fmt == "json" else " "
     if fmt == "json":
         out.write("[")
     try:
-        jobs = resolve_jobs(jobs)
-        stream = encode_stream(enc, text_chunks(file, errors, jobs, out), allowed_special=allowed,
-                               disallowed_special=disallowed, jobs=jobs)
-        for added, ids in itertools.chain([(True, head[0])], ((False, x) for x in stream),
-                                          [(True, tail[0])]):
+        for added, ids in stream:
             assert isinstance(ids, list)
             for k in range(0, len(ids), WRITE_IDS):  # text for a bounded number of ids at a time
                 part = ids[k:k + WRITE_IDS]
@@ -351,9 +346,9 @@ class TokenOffsets:
 
 
 def tokens_whole(enc: "edgetok.Encoding", file: str, errors: str, policy: tuple[object, object],
-                 add_special: bool | None, bos: list[int], eos: list[int]) -> None:
+                 add_special: bool | None, bos: bool, eos: bool) -> None:
     """encode -f tokens for models whose offsets need the whole text (a normaliser, dropped
-    bytes, trimmed offsets): encode_with_offsets on all of it."""
+    bytes, trimmed offsets): encode_with_offsets on all of it, with --bos / --eos around."""
     text = "".join(text_chunks(file, errors))
     try:
         ids, offsets, byte_offsets = enc.encode_with_offsets(
@@ -362,9 +357,10 @@ def tokens_whole(enc: "edgetok.Encoding", file: str, errors: str, policy: tuple[
     except ValueError as e:
         msg = str(e).split("\n")[0]
         raise Failure(msg) from None
-    rows = [(i, "0:0", "0:0") for i in bos]
+    head, tail = enc._ends(False, bos, eos)
+    rows = [(i, "0:0", "0:0") for i in head]
     rows += [(i, f"{a}:{b}", f"{c}:{d}") for i, (a, b), (c, d) in zip(ids, offsets, byte_offsets)]
-    rows += [(i, "0:0", "0:0") for i in eos]
+    rows += [(i, "0:0", "0:0") for i in tail]
     out = Output()
     for k in range(0, len(rows), WRITE_IDS):
         out.write("".join(f"{i}\t{token_text(enc.decode_single_token_bytes(i))}\t{c}\t{b}\n"
@@ -488,16 +484,16 @@ def count(files: tuple[str, ...], encoding: str, model: str | None, allow_specia
         return
     enc = load_encoding(encoding, model)
     allowed, disallowed = special_policy(allow_special, special_as_text)
-    added = sum(map(len, enc._special_wrap(add_special)))
     paths = files or ("-",)
     jobs = resolve_jobs(jobs)
     inner = 1 if len(paths) > 1 else jobs  # many files: one per thread; one file: shards
 
     def count_one(path: str) -> int | Failure:
         try:
-            n = added
+            n = 0
             for c in encode_stream(enc, text_chunks(path, errors, inner), allowed_special=allowed,
-                                   disallowed_special=disallowed, count_only=True, jobs=inner):
+                                   disallowed_special=disallowed, add_special_tokens=add_special,
+                                   count_only=True, jobs=inner):
                 assert isinstance(c, int)
                 n += c
             return n

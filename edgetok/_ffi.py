@@ -262,21 +262,23 @@ class Model:
         return s.out
 
     # -- the operations -------------------------------------------------------------------
-    def encode(self, data: bytes, final: bool = True, settle: bool = False
+    def encode(self, data: bytes, final: bool = True, settle: bool = False, dummy: bool = True
                ) -> tuple[list[int], int]:
         """Ids of data as ordinary text, and the bytes they cover (all of data when final; else
-        up to the last safe cut, or with settle into a long last piece: see ET_SETTLE)."""
+        up to the last safe cut, or with settle into a long last piece: see ET_SETTLE).
+        dummy=False: a SentencePiece model adds no dummy whitespace (ET_NO_DUMMY)."""
         s = self._scratch
+        final_flags = FINAL if dummy else FINAL | lib.ET_NO_DUMMY
         if final and s.ws_addr and not self._regex:  # one C call (_ids.one)
             ids = _one(0, _ENCODE_ADDR, s.ws_addr, s.out_addr, s.out_cap, data, (),
-                       self._bound0, self._bound1, FINAL)
+                       self._bound0, self._bound1, final_flags)
             if ids is not None:
                 return ids, len(data)
         if self._regex:
             if not final:
                 return [], 0  # pieces are known only once the text is complete
             return [i for ids in self._encode_batch(self._pieces(data)) for i in ids], len(data)
-        flags = FINAL if final else SETTLE if settle else 0
+        flags = final_flags if final else SETTLE if settle else 0
         end = len(data)
         bound = self._bound0 + self._bound1 * end
         res = s.res

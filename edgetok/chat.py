@@ -127,51 +127,67 @@ def _token_text(x: Any) -> str | None:
     return x if isinstance(x, str) else None
 
 
-# templates read this process, by (file, its size and mtime, name)
-_found: dict[tuple[str, int, int, str | None], tuple[str, dict[str, str]]] = {}
+# what was read this process from GGUF files, by (what, file, its size and mtime, name)
+_found: dict[tuple[str, str, int, int, str | None], Any] = {}
 
 
-def find_template(enc: "Encoding", name: str | None = None) -> tuple[str, dict[str, str]]:
-    """_find_template; a GGUF's once per file and name in a process (its header is long)."""
-    source = enc.model.source
+def _gguf_key(source: str) -> tuple[str, int, int] | None:
+    """(file, size, mtime) of a GGUF file, None for anything else."""
     try:
         st = os.stat(source)
         with open(source, "rb") as f:
-            gguf = f.read(4) == b"GGUF"
+            if f.read(4) != b"GGUF":
+                return None
     except OSError:
-        return _find_template(enc, name)
-    if not gguf:  # a folder's small JSON files: read each time (they may change)
-        return _find_template(enc, name)
-    key = (source, st.st_size, st.st_mtime_ns, name)
-    if key not in _found:
-        _found[key] = _find_template(enc, name)
-    template, tokens = _found[key]
-    return template, dict(tokens)
+        return None
+    return source, st.st_size, st.st_mtime_ns
 
 
-def _find_template(enc: "Encoding", name: str | None = None) -> tuple[str, dict[str, str]]:
+def find_template(enc: "Encoding", name: str | None = None, required: bool = True
+                  ) -> tuple[str | None, dict[str, str]]:
     """(the chat template, the special tokens it is rendered with: bos_token, eos_token, ...)
     of the file enc was loaded from: a GGUF's tokenizer.chat_template (or
     tokenizer.chat_template.NAME); for a tokenizer.json, its folder's chat_template.jinja or
-    tokenizer_config.json's chat_template. ValueError when there is none."""
+    tokenizer_config.json's chat_template. ValueError when there is none and it is required
+    (else None). A GGUF's are read once per file and name in a process (its header is long)."""
+    source = enc.model.source
+    key = _gguf_key(source)
+    if key is None:  # a folder's small JSON files: read each time (they may change)
+        template, tokens = _find_template(enc, name)
+    else:
+        if ("template", *key, name) not in _found:
+            _found["template", *key, name] = _find_template(enc, name)
+        template, tokens = _found["template", *key, name]
+    if template is None and required:
+        if not os.path.isfile(source):
+            raise ValueError(f"{enc.name}: no model file to read a chat template from; pass "
+                             "chat_template=")
+        raise ValueError(f"{source}: no chat template{f' named {name!r}' if name else ''} (pass "
+                         "chat_template=, or an OpenAI model= for OpenAI's overheads)")
+    return template, dict(tokens)
+
+
+def _find_template(enc: "Encoding", name: str | None = None) -> tuple[str | None, dict[str, str]]:
+    """find_template, read each time."""
     from .compiler import source_kind
 
     source = enc.model.source
     if not os.path.isfile(source):
-        raise ValueError(f"{enc.name}: no model file to read a chat template from; pass "
-                         "chat_template=")
+        return None, {}
     kind = source_kind(source)
     tokens: dict[str, str] = {}
     template: Any = None
     if kind == "gguf":
         from .gguf import read_metadata
 
-        md = read_metadata(source, prefix="tokenizer.chat_template")
+        md = read_metadata(source, prefix=("tokenizer.chat_template", *(
+            f"tokenizer.ggml.{key}" for key in _GGUF_NAMED.values())))
         raw = md.get("tokenizer.chat_template" + (f".{name}" if name else ""))
         template = raw.decode("utf-8") if isinstance(raw, bytes) else None
-        for what in ("bos", "eos"):
-            i = enc._gguf[what] if enc._gguf else None
-            if i is not None:
+        # the special tokens transformers' GGUF loader names (get_gguf_tokenizer)
+        for what, key in _GGUF_NAMED.items():
+            i = md.get(f"tokenizer.ggml.{key}")
+            if isinstance(i, int) and 0 <= i < enc.n_vocab:
                 tokens[f"{what}_token"] = enc.decode_single_token_bytes(i).decode("utf-8", "replace")
     elif kind == "tokenizer.json":
         folder = Path(source).parent
@@ -194,10 +210,65 @@ def _find_template(enc: "Encoding", name: str | None = None) -> tuple[str, dict[
             t = _token_text(config.get(key))
             if t is not None:
                 tokens[key] = t
-    if not isinstance(template, str):
-        raise ValueError(f"{source}: no chat template{f' named {name!r}' if name else ''} (pass "
-                         "chat_template=, or an OpenAI model= for OpenAI's overheads)")
-    return template, tokens
+    return template if isinstance(template, str) else None, tokens
+
+
+# the special tokens a GGUF names, as transformers' GGUF loader reads them
+_GGUF_NAMED = {"bos": "bos_token_id", "eos": "eos_token_id", "unk": "unknown_token_id",
+               "pad": "padding_token_id"}
+
+
+def sp_conventions(enc: "Encoding") -> tuple[dict[str, int], bool]:
+    """How transformers (5.23) tokenizes a rendered chat for a SentencePiece BPE GGUF, as its
+    GGUF loader builds the tokenizer (integrations/gguf/gguf_tokenizer_mapping.py):
+    (added, each). added: the tokens cut out of the text whole, text -> id: the file's control
+    and user-defined pieces (add_gguf_special_tokens) and the BOS / EOS / UNK / PAD it names.
+    each: whether every stretch of text between them gets the dummy U+2581 (Phi-3: a Prepend
+    normalizer, as sentencepiece would put it on each stretch on its own), else only a stretch
+    at the very start of the text that does not start with a space (LlamaTokenizer's
+    Metaspace, prepend_scheme "first": none after a special token such as <s> or [INST]).
+    ValueError where transformers would not build the tokenizer edgetok's model encodes as."""
+    source = enc.model.source
+    key = _gguf_key(source)
+    if enc.model.kind != "sp-bpe" or key is None:
+        what = ("SentencePiece .model file" if enc.model.kind == "sp-bpe"
+                else f"{enc.model.kind} model")
+        raise ValueError(f"{enc.name}: chat templates are counted for byte-level BPE models "
+                         "(GGUF, tokenizer.json) and SentencePiece BPE GGUFs, whose tokenizer "
+                         f"transformers builds from the file; not for this {what}")
+    if ("sp", *key, None) not in _found:
+        _found["sp", *key, None] = _sp_conventions(source)
+    added, each = _found["sp", *key, None]
+    return dict(added), each
+
+
+def _sp_conventions(source: str) -> tuple[dict[str, int], bool]:
+    from .gguf import read_metadata
+
+    md = read_metadata(source)
+    arch = md.get("general.architecture", b"").decode("utf-8", "replace")
+    if md.get("tokenizer.ggml.model") != b"llama" or arch.startswith("gemma"):
+        raise ValueError(f"{source}: a {arch or 'SentencePiece'} GGUF's chat is tokenized by "
+                         "transformers' GemmaTokenizer or T5Tokenizer, whose rules edgetok does "
+                         "not reproduce yet (SentencePiece BPE GGUFs of other models are counted)")
+    # what transformers ignores in the file, but edgetok's model (as llama.cpp) applies
+    if (not md.get("tokenizer.ggml.add_space_prefix", True)
+            or md.get("tokenizer.ggml.remove_extra_whitespaces", False)
+            or md.get("tokenizer.ggml.precompiled_charsmap")):
+        raise ValueError(f"{source}: the file sets add_space_prefix, remove_extra_whitespaces "
+                         "or a precompiled_charsmap, which transformers' GGUF tokenizer ignores: "
+                         "its chat ids differ from what this model encodes")
+    tokens = md["tokenizer.ggml.tokens"]
+    types = md.get("tokenizer.ggml.token_type") or []
+    ids = [i for i, t in enumerate(types) if t in (3, 4)]  # control, user-defined
+    ids += [i for key in _GGUF_NAMED.values()
+            if isinstance(i := md.get(f"tokenizer.ggml.{key}"), int) and 0 <= i < len(tokens)]
+    added: dict[str, int] = {}
+    for i in ids:
+        text = tokens[i].decode("utf-8", "replace")
+        if text and text not in added:
+            added[text] = i
+    return added, arch == "phi3"
 
 
 def render(template: str, messages: list[dict[str, Any]], *, tools: Any = None,
@@ -236,14 +307,14 @@ def template_ids(enc: "Encoding", messages: list[dict[str, Any]], *,
                  **context: Any) -> list[int]:
     """The ids of the rendered chat (apply_chat_template(tokenize=True)'s): the template's own
     special-token text becomes their ids; the same text inside a message, a tool or a document
-    stays text (a stand-in replaces it while the template renders)."""
-    if enc.model.kind != "bpe":
-        raise ValueError(f"{enc.name}: chat templates are counted for byte-level BPE models "
-                         "(GGUF, tokenizer.json); SentencePiece ones are not supported yet")
-    tokens: dict[str, str] = {}
-    if chat_template is None:
-        chat_template, tokens = find_template(enc, template_name)
-    specials = sorted(enc._special_tokens)
+    stays text (a stand-in replaces it while the template renders). SentencePiece BPE GGUFs:
+    the text between special tokens as transformers tokenizes it (sp_conventions)."""
+    sp = sp_conventions(enc) if enc.model.kind != "bpe" else None
+    # the file's special tokens (bos_token, ...) render a given template too, as in transformers
+    in_file, tokens = find_template(enc, template_name, required=chat_template is None)
+    chat_template = chat_template if chat_template is not None else in_file
+    assert chat_template is not None
+    specials = sorted(sp[0] if sp else enc._special_tokens)
     stand_in = {t: chr(_PLACEHOLDER + k) for k, t in enumerate(specials)}
     back = {v: k for k, v in stand_in.items()}
     if len(specials) > 0xFFFD:
@@ -267,6 +338,8 @@ def template_ids(enc: "Encoding", messages: list[dict[str, Any]], *,
     text = render(chat_template, defuse(_messages(messages)), tools=defuse(tools),
                   documents=defuse(documents), add_generation_prompt=add_generation_prompt,
                   **{**tokens, **context})
+    if sp is not None:
+        return _sp_ids(enc, text, *sp, found, back)
     ids: list[int] = []
     for seg in enc._segments(text, "all", ()):
         if isinstance(seg, int):
@@ -275,4 +348,24 @@ def template_ids(enc: "Encoding", messages: list[dict[str, Any]], *,
             if any(c in back for c in seg):
                 seg = "".join(back.get(c, c) for c in seg)
             ids += enc.encode(seg, disallowed_special=(), add_special_tokens=False)
+    return ids
+
+
+def _sp_ids(enc: "Encoding", text: str, added: dict[str, int], each: bool, found: Any,
+            back: dict[str, str]) -> list[int]:
+    """The ids of a rendered chat for a SentencePiece BPE GGUF (see sp_conventions): added
+    tokens cut out whole (found: their regex), each stretch between them encoded with or
+    without the dummy prefix; stand-ins (back) turned back into their text first."""
+    ids: list[int] = []
+    start = 0
+    for m in [*(found.finditer(text) if found is not None else ()), None]:
+        seg = text[start:m.start() if m else len(text)]
+        if any(c in back for c in seg):
+            seg = "".join(back.get(c, c) for c in seg)
+        if seg:
+            dummy = each or (start == 0 and not seg.startswith((" ", "\u2581")))
+            ids += enc.model.encode(enc._bytes(seg), dummy=dummy)[0]
+        if m is not None:
+            ids.append(added[m.group()])
+            start = m.end()
     return ids

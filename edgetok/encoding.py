@@ -308,14 +308,23 @@ class Encoding:
             ids = self._model.encode(self._bytes(text))[0]
         else:
             ids = self._encode(text, allowed_special, disallowed_special, 1)
-        if add_special_tokens is not False and (self._wrap is not None or add_special_tokens):
-            before, after = self._special_wrap(add_special_tokens)
+        if add_bos or add_eos or (add_special_tokens is not False
+                                  and (self._wrap is not None or add_special_tokens)):
+            before, after = self._ends(add_special_tokens, add_bos, add_eos)
             ids = [*before, *ids, *after]
-        if add_bos:
-            ids.insert(0, self._bos_eos("bos"))
-        if add_eos:
-            ids.append(self._bos_eos("eos"))
         return ids
+
+    def _ends(self, add_special_tokens: bool | None, add_bos: bool = False, add_eos: bool = False
+              ) -> "tuple[list[int], list[int]]":
+        """(ids before, ids after) the text's in encode(text, add_special_tokens=...,
+        add_bos=..., add_eos=...): BOS / EOS outermost, then what _special_wrap adds.
+        ValueError for add_bos / add_eos on a model without that token."""
+        before, after = self._special_wrap(add_special_tokens)
+        if add_bos:
+            before = [self._bos_eos("bos"), *before]
+        if add_eos:
+            after = [*after, self._bos_eos("eos")]
+        return before, after
 
     def _bos_eos(self, which: str) -> int:
         i = self._model.bos if which == "bos" else self._model.eos

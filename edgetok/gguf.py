@@ -67,9 +67,9 @@ class _Reader:
         raise ModelError(f"{self.source}: unsupported GGUF array of type {etype}")
 
 
-def read_metadata(path: str | Path, prefix: str = "tokenizer.") -> dict[str, Any]:
-    """The GGUF key/value pairs whose key starts with prefix (others are skipped unread),
-    plus general.architecture and general.name when present."""
+def read_metadata(path: str | Path, prefix: str | tuple[str, ...] = "tokenizer.") -> dict[str, Any]:
+    """The GGUF key/value pairs whose key starts with prefix (or one of several; others are
+    skipped unread), plus general.architecture and general.name when present."""
     with open(path, "rb") as f:
         try:
             buf: Any = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)

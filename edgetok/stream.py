@@ -96,11 +96,52 @@ def _special_tail(text: str, specials: Collection[str]) -> int:
 def encode_stream(enc: Encoding, chunks: Iterable[str], *,
                   allowed_special: "Literal['all'] | AbstractSet[str]" = frozenset(),
                   disallowed_special: "Literal['all'] | Collection[str]" = "all",
-                  count_only: bool = False, jobs: int = 1) -> Iterator[list[int] | int]:
+                  add_special_tokens: bool | None = None, add_bos: bool = False,
+                  add_eos: bool = False, count_only: bool = False, jobs: int = 1
+                  ) -> Iterator[list[int] | int]:
     """Ids (or, with count_only, counts) of the concatenated chunks, yielded as soon as they are
-    final. Memory stays bounded by the longest stretch without a safe cut. With jobs > 1, large
-    chunks are cut into shards where the pretokenizer provably restarts and encoded on that
-    many threads; the ids are the same."""
+    final: together, enc.encode(whole, ...) with the same arguments. add_special_tokens,
+    add_bos and add_eos add what encode adds around the text (by default a tokenizer.json's
+    post-processor tokens, BERT's [CLS] / [SEP]; see Encoding.encode): they come first and
+    last, each end as an item of its own. Memory stays bounded by the longest stretch without
+    a safe cut. With jobs > 1, large chunks are cut into shards where the pretokenizer provably
+    restarts and encoded on that many threads; the ids are the same. ValueError (at the call)
+    for add_bos / add_eos on a model without BOS / EOS."""
+    parts = encode_stream_parts(enc, chunks, allowed_special=allowed_special,
+                                disallowed_special=disallowed_special,
+                                add_special_tokens=add_special_tokens, add_bos=add_bos,
+                                add_eos=add_eos, count_only=count_only, jobs=jobs)
+    return (x for _, x in parts)
+
+
+def encode_stream_parts(enc: Encoding, chunks: Iterable[str], *,
+                        allowed_special: "Literal['all'] | AbstractSet[str]" = frozenset(),
+                        disallowed_special: "Literal['all'] | Collection[str]" = "all",
+                        add_special_tokens: bool | None = None, add_bos: bool = False,
+                        add_eos: bool = False, count_only: bool = False, jobs: int = 1
+                        ) -> Iterator[tuple[bool, list[int] | int]]:
+    """encode_stream's items, each with whether it is tokens added around the text (True: the
+    first and last items when something is added) or the text's own."""
+    head, tail = enc._ends(add_special_tokens, add_bos, add_eos)  # (its errors now, not later)
+    return _with_ends(head, tail, _encode_text_stream(
+        enc, chunks, allowed_special, disallowed_special, count_only, jobs), count_only)
+
+
+def _with_ends(head: list[int], tail: list[int], body: Iterator[list[int] | int],
+               count_only: bool) -> Iterator[tuple[bool, list[int] | int]]:
+    if head:
+        yield True, len(head) if count_only else list(head)
+    for x in body:
+        yield False, x
+    if tail:
+        yield True, len(tail) if count_only else list(tail)
+
+
+def _encode_text_stream(enc: Encoding, chunks: Iterable[str],
+                        allowed_special: "Literal['all'] | AbstractSet[str]",
+                        disallowed_special: "Literal['all'] | Collection[str]",
+                        count_only: bool, jobs: int) -> Iterator[list[int] | int]:
+    """The ids (counts) of the text itself: see encode_stream."""
     from .parallel import SHARD_MIN_BYTES, pool
 
     model = enc.model

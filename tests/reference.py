@@ -71,13 +71,15 @@ def _field(num: int, payload: bytes | int | float) -> bytes:
     return _varint(num << 3) + _varint(payload)
 
 
-def sentencepiece_proto_from_gguf(path: str, fairseq_order: bool = False) -> bytes:
+def sentencepiece_proto_from_gguf(path: str, fairseq_order: bool = False,
+                                  dummy: bool | None = None) -> bytes:
     """A SentencePiece ModelProto holding a GGUF file's SentencePiece vocabulary (pieces, scores,
     types, charsmap and flags, with llama.cpp's defaults), so that the `sentencepiece` package
     can serve as the reference for the same model (XLM-R's 250k Unigram vocabulary ships only
     as a GGUF here). fairseq_order: XLM-R's GGUF holds Hugging Face's (fairseq's) order,
     <s> <pad> </s> <unk>, pieces, <mask>, then padding; give sentencepiece's own order
-    instead, as in XLM-R's sentencepiece.bpe.model: <unk> <s> </s>, pieces."""
+    instead, as in XLM-R's sentencepiece.bpe.model: <unk> <s> </s>, pieces. dummy: the
+    normalizer's add_dummy_prefix instead of the file's."""
     from edgetok.gguf import read_metadata
 
     md = read_metadata(path)
@@ -97,7 +99,8 @@ def sentencepiece_proto_from_gguf(path: str, fairseq_order: bool = False) -> byt
     trainer = _field(3, model_type) + _field(35, int(6 in types)) + _field(40, unk)
     charsmap = bytes(x & 0xFF for x in md.get("tokenizer.ggml.precompiled_charsmap") or [])
     norm = (_field(1, b"gguf") + _field(2, charsmap)
-            + _field(3, int(md.get("tokenizer.ggml.add_space_prefix", True)))
+            + _field(3, int(md.get("tokenizer.ggml.add_space_prefix", True) if dummy is None
+                            else dummy))
             + _field(4, int(md.get("tokenizer.ggml.remove_extra_whitespaces", False)))
             + _field(5, 1))
     return pieces + _field(2, trainer) + _field(3, norm)
@@ -113,6 +116,29 @@ def check_shard_cuts(enc, ref, text: str) -> None:  # type: ignore[no-untyped-de
         a, b = data[:c].decode(), data[c:].decode()  # cuts are between ASCII characters
         assert ref.encode_ordinary(a) + ref.encode_ordinary(b) == want, (text, c)
         c = enc.model.shard_cut(data, c + 1)
+
+
+def read_in(text: str, sizes: list[int]) -> list[str]:
+    """text cut into reads of the given sizes (characters), taken in turn."""
+    parts, at, k = [], 0, 0
+    while at < len(text):
+        n = sizes[k % len(sizes)]
+        parts.append(text[at:at + n])
+        at, k = at + n, k + 1
+    return parts
+
+
+def stream_ids(enc, text: str, sizes: list[int], **kw) -> list[int]:  # type: ignore[no-untyped-def]
+    """The ids edgetok.stream.encode_stream gives for text read in pieces of the given sizes
+    (its count_only counts checked against them)."""
+    from edgetok.stream import encode_stream
+
+    parts = read_in(text, sizes)
+    got: list[int] = []
+    for ids in encode_stream(enc, parts, **kw):
+        got += ids
+    assert sum(encode_stream(enc, parts, count_only=True, **kw)) == len(got)
+    return got
 
 
 def core_sources() -> list[str]:

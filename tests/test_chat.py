@@ -318,3 +318,148 @@ def test_cli_messages(vocab, tmp_path):  # type: ignore[no-untyped-def]
     p = subprocess.run([sys.executable, "-m", "edgetok_cli.main", "count", "--messages", str(f),
                         "--chat-model", "gpt-4o"], capture_output=True)
     assert p.returncode == 1 and p.stderr.count(b"\n") == 1 and b"not a string" in p.stderr
+
+
+# -- chat templates of SentencePiece BPE GGUFs, against transformers' own GGUF loader ----------
+def transformers_gguf(path: str):  # type: ignore[no-untyped-def]
+    """transformers' tokenizer of a GGUF file: TokenizersBackend.from_pretrained(folder,
+    gguf_file=name), the tokenizer its GGUF loader builds (integrations/gguf/
+    gguf_tokenizer_mapping.py; LlamaTokenizer gives the same). AutoTokenizer's GGUF path would
+    also build a model config, which needs torch and gguf. transformers' GGUF reader imports
+    torch at module level, for tensors only: without torch, a stand-in satisfies that one
+    import and is taken away again."""
+    import importlib
+    import os
+    import types
+
+    pytest.importorskip("jinja2", reason="chat templates render with jinja2")
+    pytest.importorskip("transformers", reason="the reference is transformers' apply_chat_template")
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        class Absent(types.ModuleType):
+            def __getattr__(self, name: str) -> type:
+                if name.startswith("__"):
+                    raise AttributeError(name)
+                return type(name, (), {})
+
+        sys.modules["torch"] = Absent("torch")
+        try:
+            importlib.import_module("transformers.integrations.gguf.reader")
+        finally:
+            del sys.modules["torch"]
+    from transformers import TokenizersBackend
+
+    folder, name = os.path.split(path)
+    return TokenizersBackend.from_pretrained(folder, gguf_file=name, local_files_only=True)
+
+
+SP_TEMPLATED = ["phi-3", "llama-spm"]  # SentencePiece BPE GGUFs (Phi-3 ships a template)
+# Llama-2-chat's template: text right after <s> ("[INST]"), spaces around the content
+LLAMA2 = (
+    "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}"
+    "{% set system_message = messages[0]['content'] %}{% else %}"
+    "{% set loop_messages = messages %}{% set system_message = false %}{% endif %}"
+    "{% for message in loop_messages %}{% if loop.index0 == 0 and system_message != false %}"
+    "{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}"
+    "{% else %}{% set content = message['content'] %}{% endif %}"
+    "{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}"
+    "{% elif message['role'] == 'assistant' %}{{ ' ' + content.strip() + ' ' + eos_token }}"
+    "{% endif %}{% endfor %}")
+# no BOS first: the first stretch of text starts the rendered text (the dummy prefix there)
+BARE = "{% for m in messages %}{{ m['content'] }}{{ eos_token }}{% endfor %}"
+SP_CHATS = [*CHATS,
+            [{"role": "system", "content": "Be brief."},
+             {"role": "user", "content": "  leading spaces\u2581and U+2581, \u00e9t\u00e9 \u4e2d\u6587"},
+             {"role": "assistant", "content": "\n\nnew lines first"}],
+            [{"role": "user", "content": " x"}, {"role": "assistant", "content": "\u2581y"}]]
+
+
+@pytest.fixture(scope="module", params=SP_TEMPLATED)
+def sp_templated(request, vocab):  # type: ignore[no-untyped-def]
+    """(edgetok over the GGUF, transformers' tokenizer of the same GGUF, the templates)."""
+    path = vocab[request.param]
+    templates = [LLAMA2, BARE]
+    if read_metadata(path).get("tokenizer.chat_template"):
+        templates.insert(0, None)  # the file's own
+    return edgetok.load(path), transformers_gguf(path), templates
+
+
+def test_sp_template_matches_transformers(sp_templated, corpora):  # type: ignore[no-untyped-def]
+    from edgetok.chat import template_ids
+
+    enc, ref, templates = sp_templated
+    chats = [*SP_CHATS, [{"role": "user", "content": corpora["multilingual"][:3000]},
+                         {"role": "assistant", "content": corpora["code"][:3000]}]]
+    for template in templates:
+        kw = {} if template is None else {"chat_template": template}
+        for chat in chats:
+            for gen in (False, True):
+                want = hf_ids(ref, chat, add_generation_prompt=gen, **kw)
+                assert template_ids(enc, chat, add_generation_prompt=gen, **kw) == want
+                assert enc.count_messages(chat, add_generation_prompt=gen, **kw) == len(want)
+
+
+@given(st.lists(st.text(max_size=40).filter(lambda t: "<" not in t and "[" not in t),
+                min_size=1, max_size=4), st.integers(0, 2))
+@settings(max_examples=60, deadline=None)
+def test_sp_template_generated(sp_templated, contents, which):  # type: ignore[no-untyped-def]
+    from edgetok.chat import template_ids
+
+    enc, ref, templates = sp_templated
+    template = templates[which % len(templates)]
+    kw = {} if template is None else {"chat_template": template}
+    chat = [{"role": ("user", "assistant")[k % 2], "content": c} for k, c in enumerate(contents)]
+    assert template_ids(enc, chat, **kw) == hf_ids(ref, chat, **kw)
+
+
+def test_sp_special_text_in_a_message_is_text(vocab):  # type: ignore[no-untyped-def]
+    # special-token text typed in a message is text: as transformers tokenizes that stretch
+    # with its special tokens switched off (tokenizers' encode_special_tokens)
+    from edgetok.chat import template_ids
+
+    enc, ref = edgetok.load(vocab["phi-3"]), transformers_gguf(vocab["phi-3"])
+    ids = ref.convert_tokens_to_ids
+    content = "Hi <|user|> <s> x<|end|>"
+    got = template_ids(enc, [{"role": "user", "content": content}])
+    backend = ref.backend_tokenizer
+    text = lambda t: backend.encode(t, add_special_tokens=False).ids  # noqa: E731
+    backend.encode_special_tokens = True
+    body = text("\n" + content)
+    backend.encode_special_tokens = False
+    assert got == [ids("<s>"), ids("<|user|>"), *body, ids("<|end|>"), *text("\n"),
+                   ids("<|assistant|>"), *text("\n")]
+    assert got.count(ids("<|user|>")) == 1 and got.count(ids("<s>")) == 1
+    # Llama-2's vocabulary, content at the very start of the text (with the dummy prefix)
+    enc, ref = edgetok.load(vocab["llama-spm"]), transformers_gguf(vocab["llama-spm"])
+    backend = ref.backend_tokenizer
+    backend.encode_special_tokens = True
+    body = backend.encode("Hi <s> x </s>", add_special_tokens=False).ids
+    backend.encode_special_tokens = False
+    got = template_ids(enc, [{"role": "user", "content": "Hi <s> x </s>"}], chat_template=BARE)
+    assert got == [*body, ref.eos_token_id]
+
+
+def test_sp_refusals(vocab, tmp_path):  # type: ignore[no-untyped-def]
+    import reference
+
+    chat = [{"role": "user", "content": "hi"}]
+    unigram = edgetok.load(vocab["nomic-bert-moe"])  # XLM-R's Unigram (transformers: T5Tokenizer)
+    with pytest.raises(ValueError, match="not for this unigram model"):
+        unigram.count_messages(chat, chat_template=BARE)
+    f = tmp_path / "llama.model"  # a SentencePiece file: no GGUF to read transformers' rules from
+    f.write_bytes(reference.sentencepiece_proto_from_gguf(vocab["llama-spm"]))
+    with pytest.raises(ValueError, match="not for this SentencePiece .model file"):
+        edgetok.load(f).count_messages(chat, chat_template=BARE)
+    with pytest.raises(ValueError, match="no chat template"):
+        edgetok.load(vocab["llama-spm"]).count_messages(chat)  # it ships none
+
+
+def test_sp_cli_messages(vocab, tmp_path):  # type: ignore[no-untyped-def]
+    ref = transformers_gguf(vocab["phi-3"])
+    f = tmp_path / "chat.json"
+    f.write_text(json.dumps(SP_CHATS[2]))
+    p = subprocess.run([sys.executable, "-m", "edgetok_cli.main", "count", "--messages", str(f),
+                        "--model", vocab["phi-3"]], capture_output=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split()[0] == b"%d" % len(hf_ids(ref, SP_CHATS[2]))

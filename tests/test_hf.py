@@ -317,6 +317,42 @@ def test_gguf_sentencepiece_real_text(spm_pairs, corpora):  # type: ignore[no-un
         assert enc.encode(long) == sp.encode(long), name
 
 
+def test_no_dummy_prefix(vocab, spm_pairs, corpora):  # type: ignore[no-untyped-def]
+    """The model's encode(dummy=False) (the C core's ET_NO_DUMMY, for text that goes on after a
+    special token) is sentencepiece's with add_dummy_prefix off, on the same vocabulary."""
+    import reference
+    import sentencepiece as spm
+
+    for name, (enc, _) in spm_pairs.items():
+        sp = spm.SentencePieceProcessor(
+            model_proto=reference.sentencepiece_proto_from_gguf(vocab[name], dummy=False))
+        bare = lambda t: enc.model.encode(t.encode(), dummy=False)[0]  # noqa: E731
+        for kind, text in corpora.items():
+            lines = text[:20000].splitlines()
+            assert [bare(line) for line in lines] == sp.encode(lines), (name, kind)
+            assert bare(text[:5000]) == sp.encode(text[:5000]), (name, kind)
+        for t in ["", " ", "  hi", "hi", "\u2581x", "\n\nx y", " \u00e9t\u00e9 "]:
+            assert bare(t) == sp.encode(t), (name, t)
+            assert enc.model.encode(t.encode())[0] == enc.encode(t)  # (the default keeps it)
+
+
+@given(texts)
+@settings(max_examples=150, deadline=None)
+def test_no_dummy_prefix_generated(vocab, spm_pairs, text):  # type: ignore[no-untyped-def]
+    import reference
+    import sentencepiece as spm
+
+    enc, _ = spm_pairs["llama-spm"]
+    if not _NO_DUMMY:
+        _NO_DUMMY.append(spm.SentencePieceProcessor(
+            model_proto=reference.sentencepiece_proto_from_gguf(vocab["llama-spm"], dummy=False)))
+    assert enc.model.encode(text.encode("utf-8", "replace"), dummy=False)[0] == \
+        _NO_DUMMY[0].encode(text.encode("utf-8", "replace").decode())
+
+
+_NO_DUMMY: list = []  # type: ignore[type-arg]
+
+
 def test_fairseq_ids(vocab, spm_pairs, corpora, tmp_path):  # type: ignore[no-untyped-def]
     """XLM-R's sentencepiece.bpe.model numbers its pieces <unk> <s> </s> ...; Hugging Face's
     XLM-R gives fairseq's ids (the GGUF's order). That .model, rebuilt in sentencepiece's order

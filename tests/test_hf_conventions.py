@@ -173,6 +173,33 @@ def test_post_processor_generated(post_pair, text):  # type: ignore[no-untyped-d
     check_offsets(enc, ref, text)
 
 
+def check_stream(enc, ref, text: str, sizes: list[int]) -> None:  # type: ignore[no-untyped-def]
+    """encode_stream over reads of these sizes: tokenizers' ids of the whole text, with the
+    post-processor's tokens by default and with add_special_tokens=True, without for False."""
+    from reference import stream_ids
+
+    want = ref.encode(text).ids
+    assert stream_ids(enc, text, sizes, allowed_special="all") == want
+    assert stream_ids(enc, text, sizes, allowed_special="all", add_special_tokens=True) == want
+    assert stream_ids(enc, text, sizes, allowed_special="all", add_special_tokens=False) == \
+        ref.encode(text, add_special_tokens=False).ids
+
+
+def test_stream_post_processor_real_text(post_pair, corpora):  # type: ignore[no-untyped-def]
+    enc, ref, _ = post_pair
+    for text in [*corpora.values(), ""]:
+        check_stream(enc, ref, text[:300], [1])
+        for sizes in ([7, 300], [4096], [1 << 20]):
+            check_stream(enc, ref, text[:20000], sizes)
+
+
+@given(texts, st.lists(st.integers(1, 40), min_size=1, max_size=4))
+@settings(max_examples=60, deadline=None)
+def test_stream_post_processor_generated(post_pair, text, sizes):  # type: ignore[no-untyped-def]
+    enc, ref, _ = post_pair
+    check_stream(enc, ref, text, sizes)
+
+
 @given(texts)
 @settings(max_examples=200, deadline=None)
 def test_offsets_match_tiktoken(text):  # type: ignore[no-untyped-def]
@@ -308,6 +335,15 @@ def test_gguf_bos_eos(vocab, name):  # type: ignore[no-untyped-def]
     want = [bos] * add_bos + bare + [eos] * add_eos
     assert enc.encode(text, add_special_tokens=True) == want
     assert enc.count(text, add_special_tokens=True) == len(want)
+    # a stream adds the same: llama.cpp's rule, then add_bos / add_eos outermost
+    from reference import stream_ids
+
+    long = (text + ", caf\u00e9 \U0001f600\n") * 40
+    for kw in ({}, {"add_special_tokens": True}, {"add_bos": True, "add_eos": True},
+               {"add_special_tokens": True, "add_bos": True}):
+        assert stream_ids(enc, long, [7, 300], **kw) == enc.encode(long, **kw), kw
+    assert stream_ids(enc, long, [5], add_special_tokens=True) == \
+        [bos] * add_bos + enc.encode(long) + [eos] * add_eos
 
 
 # -- the command line --------------------------------------------------------------------------
@@ -354,3 +390,13 @@ def test_cli_tokens_offsets_stream(ref, corpora, tmp_path):  # type: ignore[no-u
     data = text.encode()
     assert [data[int(a):int(b)] for a, b in (r[3].split(":") for r in rows)] == \
         ref.decode_tokens_bytes(ids)
+
+
+def test_stream_bos_without_one():  # type: ignore[no-untyped-def]
+    from edgetok.stream import encode_stream
+
+    enc = edgetok.get_encoding("cl100k_base")
+    with pytest.raises(ValueError, match="no BOS"):
+        encode_stream(enc, ["x"], add_bos=True)  # at the call, before any text is read
+    p = run("encode", "--bos", text="x")
+    assert p.returncode == 1 and b"no BOS" in p.stderr and b"--bos and --eos" in p.stderr

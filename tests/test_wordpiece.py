@@ -125,6 +125,33 @@ def test_minilm_special_tokens(minilm_pair) -> None:
     assert enc.encode("", add_special_tokens=False) == []
 
 
+def test_minilm_stream(minilm_pair, corpora) -> None:  # type: ignore[no-untyped-def]
+    """encode_stream over reads of several sizes: tokenizers' ids of the whole text, [CLS] and
+    [SEP] around it by default and with add_special_tokens=True, bare with False."""
+    from reference import stream_ids
+
+    enc, ref = minilm_pair
+    for text in [*corpora.values(), ""]:
+        for sizes in ([1], [7, 300], [4096], [1 << 20]):
+            part = text[:300] if sizes == [1] else text[:20000]
+            want = ref.encode(part).ids
+            assert stream_ids(enc, part, sizes) == want
+            assert stream_ids(enc, part, sizes, add_special_tokens=True) == want
+            assert stream_ids(enc, part, sizes, add_special_tokens=False) == \
+                ref.encode(part, add_special_tokens=False).ids
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts, st.lists(st.integers(1, 40), min_size=1, max_size=4))
+def test_minilm_stream_generated(minilm_pair, text, sizes) -> None:  # type: ignore[no-untyped-def]
+    from reference import stream_ids
+
+    enc, ref = minilm_pair
+    assert stream_ids(enc, text, sizes) == ref.encode(text).ids
+    assert stream_ids(enc, text, sizes, add_special_tokens=False) == \
+        ref.encode(text, add_special_tokens=False).ids
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts)
 def test_minilm_generated(minilm_pair, text) -> None:  # type: ignore[no-untyped-def]

@@ -57,7 +57,7 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
         return et_wordpiece_run(ws, m, t, len, final, out, ends, cap, limit, n_out, consumed);
     *consumed = *n_out = 0; /* one sentence: no cut, no limit, no offsets */
     if (!final || ends || limit != SIZE_MAX) return final ? ET_E_ARG : ET_OK;
-    int rc = et_unigram_run(ws, m, t, len, out, cap, n_out);
+    int rc = et_unigram_run(ws, m, t, len, flags & ET_NO_DUMMY, out, cap, n_out);
     if (rc == ET_OK) *consumed = len;
     else *n_out = 0;
     return rc;

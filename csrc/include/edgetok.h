@@ -153,6 +153,10 @@ size_t et_ws_need(const et_ws *ws);
                         backtracking tables). *consumed may then fall inside that piece, on a
                         character boundary: pass the text from there next time, and the ids
                         are exactly those of the whole text. Memory stays bounded. */
+#define ET_NO_DUMMY 4u /* SentencePiece models: no dummy whitespace (add_dummy_prefix) around
+                          the text, as for text that goes on from a special token (Hugging
+                          Face's Metaspace with prepend_scheme "first" past the text's start).
+                          Other models ignore it. */
 
 /* Upper bound on the ids that encoding len bytes with model m produces: len for BPE models
  * (no token is empty); more for unigram models (normalisation and byte fallback expand). */

@@ -244,9 +244,10 @@ int et_charsmap_ascii_rule(const uint8_t *cm, size_t size, uint8_t b);
  * a space becomes U+2581), or 0 when out of memory. For the compiler. */
 uint32_t et_charsmap_expansion(const uint8_t *cm, size_t size);
 
-/* Unigram encoding of text[0..len) (complete) into out[0..cap) / counting (out NULL). */
+/* Unigram encoding of text[0..len) (complete) into out[0..cap) / counting (out NULL);
+ * flags: ET_NO_DUMMY or 0. */
 int et_unigram_run(struct et_ws *ws, const struct et_model *m, const uint8_t *text, size_t len,
-                   uint32_t *out, size_t cap, size_t *n_out);
+                   unsigned flags, uint32_t *out, size_t cap, size_t *n_out);
 
 /* WordPiece encoding of text[0..len) into out[0..cap) / counting (out NULL), as et_bpe_run:
  * without final, only up to the last cut that no following text can move (after ASCII

@@ -190,10 +190,11 @@ static inline unsigned lowest_bit(uint64_t w)
 #endif
 }
 
-/* Normalises t[0..len) into b; 0 if b is too small. */
-static int normalize(const et_model *m, const uint8_t *t, size_t len, norm_buf *b)
+/* Normalises t[0..len) into b; 0 if b is too small. Without dummy, no dummy whitespace is
+ * added (ET_NO_DUMMY). */
+static int normalize(const et_model *m, const uint8_t *t, size_t len, norm_buf *b, int dummy)
 {
-    const uint32_t flags = m->up.flags;
+    const uint32_t flags = dummy ? m->up.flags : m->up.flags & ~ET_SP_ADD_DUMMY_PREFIX;
     size_t n_units = 0, strings_len = 0;
     const char *strings = NULL;
     const uint32_t *darts = darts_of(m->charsmap, m->charsmap_size, &n_units, &strings, &strings_len);
@@ -828,7 +829,7 @@ static int viterbi_word(viterbi *v, emitter *e, size_t j, size_t j2)
 }
 
 int et_unigram_run(struct et_ws *ws, const et_model *m, const uint8_t *text, size_t len,
-                   uint32_t *out, size_t cap, size_t *n_out)
+                   unsigned flags, uint32_t *out, size_t cap, size_t *n_out)
 {
     /* workspace: normalised bytes, then (N + 1) path nodes and the backtrace (or the BPE's
      * arrays). Room for 3 normalised bytes per input byte is required and usually enough;
@@ -852,7 +853,7 @@ int et_unigram_run(struct et_ws *ws, const et_model *m, const uint8_t *text, siz
         ncap = a;
     }
     norm_buf b = {mem, 0, (size_t)ncap, 0};
-    if (!normalize(m, text, len, &b)) {
+    if (!normalize(m, text, len, &b, !(flags & ET_NO_DUMMY))) {
         if (ncap >= hi) return ET_E_FORMAT; /* the model's expansion bound is wrong */
         /* more than this workspace holds (work_bytes(ncap + 1) > room), at most hi */
         return need_workspace(ws, work_bytes(2 * ncap < hi ? 2 * ncap : hi, bpe));
