@@ -104,7 +104,7 @@ def main() -> None:
             print(f"  llguidance tokenizer: {(time.perf_counter() - t) * 1e3:.0f} ms (once)")
         head = (f"  {'pattern':12} {'edgetok':>8} {'canon':>8} {'outlines':>9} {'llg':>7} | "
                 f"{'edgetok':>8} {'canon':>8} {'cold':>8} {'llg':>8} | {'mem KB':>7} "
-                f"{'canon/plain':>11}")
+                f"{'cold/plain':>11}")
         print(head)
         for key, pattern, text in CASES:
             ids = enc.encode_ordinary(text)
@@ -155,7 +155,7 @@ def main() -> None:
 
             def us(x: "float | None") -> str:
                 return "-" if x is None else f"{x * 1e6:.1f}"
-            ratio = f"{masks[True] / masks[False]:.1f}x" if True in masks else "-"
+            ratio = f"{masks[True, 'cold'] / masks[False]:.0f}x" if True in masks else "-"
             print(f"  {key:12} {ms(c_plain):>8} {ms(c_canon):>8} {ms(c_oc):>9} {ms(c_llg):>7} | "
                   f"{us(masks[False]):>8} {us(masks.get(True)):>8} {us(masks.get((True, 'cold'))):>8} "
                   f"{us(m_llg):>8} | "

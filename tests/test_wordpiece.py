@@ -10,6 +10,7 @@ WordPieceTrainer on the real text of edgetok.samples.
 from __future__ import annotations
 
 import json
+import random
 import shutil
 from pathlib import Path
 
@@ -729,3 +730,32 @@ def test_decode_equals_tokenizers(minilm, trained, cfg, seed) -> None:  # type: 
     text = "Hello, world! It's unaffable: caf\u00e9 \u4e2d\u6587 don't [x]."
     ids = enc.encode(text)
     assert enc.decode(ids) == ref.decode(ids, skip_special_tokens=False)
+
+
+def test_is_canonical_equals_tokenizers(minilm_pair, corpora) -> None:  # type: ignore[no-untyped-def]
+    """is_canonical / canonicalize on a WordPiece model: True iff tokenizers encodes what
+    tokenizers decodes from the ids back to the same ids (special-token text read as text):
+    the encodings of real text, the same with a token moved or a pair re-tokenized reversed,
+    and random ids."""
+    enc, ref = minilm_pair
+    ref = tokenizers.Tokenizer.from_str(ref.to_str())
+    ref.encode_special_tokens = True  # "[UNK]" in text is text, as encode_ordinary has it
+    rng = random.Random(18)
+    n = enc.n_vocab
+    cases = []
+    for text in corpora.values():
+        for doc in paragraphs(text[:20_000], 400)[:15]:
+            ids = ref.encode(doc, add_special_tokens=False).ids
+            cases.append(ids)
+            k = rng.randrange(max(len(ids), 1))
+            cases.append(ids[:k] + ids[k + 1:] + ids[k:k + 1])  # one token moved to the end
+            cases.append(ids[:k] + ref.encode(ref.decode(ids[k:k + 2]), add_special_tokens=False).ids[::-1] + ids[k + 2:])
+    cases += [[rng.randrange(n) for _ in range(rng.randrange(1, 12))] for _ in range(300)]
+    verdicts = set()
+    for ids in cases:
+        ids = [i for i in ids if i not in (ref.token_to_id("[CLS]"), ref.token_to_id("[SEP]"))]
+        want = ref.encode(ref.decode(ids, skip_special_tokens=False), add_special_tokens=False).ids
+        assert enc.canonicalize(ids) == want, ids
+        assert enc.is_canonical(ids) == (want == ids), ids
+        verdicts.add(want == ids)
+    assert verdicts == {True, False}
