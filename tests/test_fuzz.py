@@ -1,5 +1,5 @@
 """The libFuzzer targets of csrc/fuzz (encode on each model family, the loader on mutated and
-re-sealed models, the compiler on generated vocabularies), each run briefly from its committed
+re-sealed models, the compiler on generated vocabularies, token automata), each run briefly from its committed
 seed corpus: no sanitizer report, no broken invariant, no hang. Long runs: csrc/fuzz/run.sh."""
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def fuzz_dir(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("target", ["encode", "load", "compile"])
+@pytest.mark.parametrize("target", ["encode", "load", "compile", "automata"])
 def test_fuzz_target(fuzz_dir, target):  # type: ignore[no-untyped-def]
     p = subprocess.run(["bash", "csrc/fuzz/run.sh", target, str(SECONDS)], cwd=ROOT,
                        capture_output=True, text=True, timeout=SECONDS + 300,

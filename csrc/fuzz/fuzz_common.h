@@ -68,4 +68,32 @@ static inline uint32_t fz_take(const uint8_t **p, size_t *n, unsigned bytes)
     return v;
 }
 
+/* Opens the models of ET_FUZZ_MODELS (paths separated by ':'; run.sh makes them with
+ * models.py) into models[0..max), verified; exits the fuzzer if it is unset or one fails.
+ * Returns how many. */
+static inline size_t fz_open_models(const char *target, et_model **models, size_t max)
+{
+    const char *env = getenv("ET_FUZZ_MODELS");
+    if (!env || !*env) {
+        fprintf(stderr, "%s: set ET_FUZZ_MODELS to model paths separated by ':'\n", target);
+        exit(2);
+    }
+    size_t n = 0;
+    for (const char *p = env; *p && n < max;) {
+        const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char *path = fz_alloc(len + 1);
+        memcpy(path, p, len);
+        int rc = len ? et_model_open(path, ET_LOAD_VERIFY, &models[n]) : ET_OK;
+        if (rc) {
+            fprintf(stderr, "%s: %s: %s\n", target, path, et_strerror(rc));
+            exit(2);
+        }
+        n += len != 0;
+        free(path);
+        p += len + (end != NULL);
+    }
+    return n;
+}
+
 #endif

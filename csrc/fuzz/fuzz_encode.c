@@ -37,23 +37,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    const char *env = getenv("ET_FUZZ_MODELS");
-    if (!env || !*env) {
-        fprintf(stderr, "fuzz_encode: set ET_FUZZ_MODELS to model paths separated by ':'\n");
-        exit(2);
-    }
-    char *list = strdup(env), *save = NULL;
-    for (char *p = strtok_r(list, ":", &save); p && n_models < MAX_MODELS;
-         p = strtok_r(NULL, ":", &save)) {
-        int rc = et_model_open(p, ET_LOAD_VERIFY, &models[n_models]);
-        if (rc) {
-            fprintf(stderr, "fuzz_encode: %s: %s\n", p, et_strerror(rc));
-            exit(2);
-        }
-        warm[n_models] = fz_ws(models[n_models], MAX_TEXT + 16);
-        n_models++;
-    }
-    free(list);
+    n_models = fz_open_models("fuzz_encode", models, MAX_MODELS);
+    for (size_t i = 0; i < n_models; i++) warm[i] = fz_ws(models[i], MAX_TEXT + 16);
     return 0;
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds and runs one libFuzzer target of the C core (csrc/fuzz/fuzz_TARGET.c).
 #   csrc/fuzz/run.sh TARGET SECONDS [libFuzzer options or input files...]
-# TARGET: encode | load | compile. Needs clang with libFuzzer (Debian: libclang-rt-dev), and
-# for encode the Python package built in place (the models come from csrc/fuzz/models.py).
+# TARGET: encode | load | compile | automata. Needs clang with libFuzzer (Debian:
+# libclang-rt-dev), and for encode and automata the Python package built in place (the models
+# come from csrc/fuzz/models.py).
 # Work goes to $ET_FUZZ_DIR (default build/fuzz): the binary, the models, the growing corpus
 # (seeded from csrc/fuzz/corpus/TARGET, which stays as committed) and crash-TARGET-* inputs.
 # SECONDS 0 with input files runs just those files (a reproducer). Exit status: libFuzzer's.
@@ -18,16 +19,16 @@ src=(csrc/model/model.c csrc/model/compile.c csrc/encode/encode.c csrc/unigram/u
      csrc/wordpiece/wp_compile.c)
 case $target in
   encode|compile) ;;                          # these include bpe.c themselves
-  load) src+=(csrc/bpe/bpe.c) ;;
-  *) echo "run.sh: unknown target $target (encode, load, compile)" >&2; exit 2 ;;
+  load|automata) src+=(csrc/bpe/bpe.c) ;;
+  *) echo "run.sh: unknown target $target (encode, load, compile, automata)" >&2; exit 2 ;;
 esac
 exe=$work/fuzz_$target
 (cd "$root" && $cc -std=c11 -g -O1 -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
   -fno-sanitize-recover=all -fno-omit-frame-pointer -Icsrc/include -Icsrc \
   "csrc/fuzz/fuzz_$target.c" "${src[@]}" -o "$exe")
 max_len=4096
-if [ "$target" = encode ]; then
-  max_len=8192
+if [ "$target" = encode ] || [ "$target" = automata ]; then
+  [ "$target" = encode ] && max_len=8192
   if [ ! -s "$work/models.txt" ]; then
     (cd "$root" && python csrc/fuzz/models.py "$work/models") > "$work/models.txt"
   fi

@@ -127,6 +127,27 @@ def main() -> None:
     put("compile", bytes([1, 1 | 4]) + uni)
     put("compile", bytes([1, 1 | 4 | 8 | 64]) + uni)
     put("compile", bytes([1, 0]))  # no ordinary piece (issue 15, item 5)
+    # automata: byte 0 picks the model, byte 1 the mode; soundness (mode 0): a text
+    for i, t in enumerate(texts()):
+        try:
+            t[:600].decode()
+        except UnicodeDecodeError:
+            continue
+        put("automata", bytes([i % 4, 0]) + t[:600])
+
+    def dfa(states: list[tuple[int, list[tuple[int, int, int]]]]) -> bytes:
+        out = bytes([len(states) - 1])
+        for accept, ranges in states:
+            out += bytes([accept | (len(ranges) - 1) << 1])
+            out += b"".join(bytes([lo, hi, to + 1]) for lo, hi, to in ranges)
+        return out
+    digits = dfa([(0, [(0x30, 0x39, 1)]), (1, [(0x30, 0x39, 1), (0x2E, 0x2E, 2)]), (1, [(0x30, 0x39, 2)])])
+    words = dfa([(1, [(0x61, 0x7A, 0), (0x20, 0x20, 1), (0x27, 0x27, 0)]), (0, [(0x61, 0x7A, 0)])])
+    anything = dfa([(1, [(0, 255, 0)])])
+    for pick in range(4):
+        for mode in (1, 3):
+            for d in (digits, words, anything):
+                put("automata", bytes([pick, mode]) + d + bytes(range(7, 200, 3)))
 
 
 if __name__ == "__main__":
