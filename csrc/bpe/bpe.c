@@ -395,40 +395,35 @@ static const uint8_t *drop_gap_bytes(et_ws *ws, const uint8_t *p, size_t *plen, 
     return kept;
 }
 
-/* The ids of one piece p[0..plen): *ids points at them (at *one for a whole-piece token, else
- * into the workspace, valid until the next call). Returns their count: 0 with *rc set on an
- * error, 0 with *rc untouched when the piece held only dropped bytes (ET_FLAG_GAPS). */
-/* The first n bytes (n <= 8) of the number w loaded from memory, the rest zero (no branch:
- * the two half shifts make n == 8 keep everything, where one shift by 64 would be undefined). */
-static inline uint64_t first_bytes(uint64_t w, size_t n)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    return w & ~((~0ull >> (4u * n)) >> (4u * n));
-#else
-    return w & (((1ull << (4u * n)) << (4u * n)) - 1u);
-#endif
-}
+/* 32 bytes 0xFF, then 32 zero bytes: the 8 bytes from KEEP + 32 - n + 8 * w mask word w of
+ * a key to its first n bytes (byte 8 * w + j is kept where 8 * w + j < n), with no branch. */
+static const uint8_t KEEP[64] = {
+    255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+    255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+};
 
-/* p[0..n) (1 <= n <= 8 * words, avail >= n bytes readable at p) as `words` numbers: its
+/* p[0..n) (1 <= n <= 8 * words <= 32, avail >= n bytes readable at p) as `words` numbers: its
  * bytes in memory order, zero-padded. */
 ET_ALWAYS_INLINE static inline void piece_key(const uint8_t *p, size_t n, size_t avail,
                                               uint64_t *key, size_t words)
 {
-    if (avail >= 8 * words) { /* whole loads, then keep the first n bytes */
+    if (avail >= 8 * words) { /* whole loads, masked to the first n bytes */
         for (size_t w = 0; w < words; w++) {
+            uint64_t mask;
             memcpy(&key[w], p + 8 * w, 8);
-            size_t left = n > 8 * w ? n - 8 * w : 0;
-            key[w] = first_bytes(key[w], left < 8 ? left : 8);
+            memcpy(&mask, KEEP + 32 - n + 8 * w, 8);
+            key[w] &= mask;
         }
     } else {
-        uint8_t b[LONG_KEY] = {0};
-        memcpy(b, p, n);
-        memcpy(key, b, 8 * words);
+        memset(key, 0, 8 * words);
+        memcpy(key, p, n);
     }
 }
 
-/* The ids of the piece p[0..plen) (avail >= plen bytes readable at p): returns their count
- * and points *ids at them (valid until the next call), or 0 with *rc set. */
+/* The ids of one piece p[0..plen) (avail >= plen bytes readable at p): *ids points at them
+ * (at *one for a whole-piece token, else into the workspace, valid until the next call).
+ * Returns their count: 0 with *rc set on an error, 0 with *rc untouched when the piece held
+ * only dropped bytes (ET_FLAG_GAPS). */
 ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, size_t plen,
                                                 size_t avail, uint32_t *one,
                                                 const uint32_t **ids, int *rc)
