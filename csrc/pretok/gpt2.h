@@ -23,14 +23,6 @@
 
 #include "../unicode/ucd.h"
 
-#ifndef ET_ALWAYS_INLINE
-#if defined(__GNUC__) || defined(__clang__)
-#define ET_ALWAYS_INLINE __attribute__((always_inline))
-#else
-#define ET_ALWAYS_INLINE
-#endif
-#endif
-
 /* L: \p{L}. N: \p{N}. SP: ' '. WS: other \s (\r and \n included). AP: '. P: the rest of
  * [^\s\p{L}\p{N}], marks and invalid UTF-8 bytes included. */
 enum { G2_L, G2_N, G2_SP, G2_WS, G2_AP, G2_P, G2_END };

@@ -44,14 +44,6 @@
 
 #include "../unicode/ucd.h"
 
-#ifndef ET_ALWAYS_INLINE
-#if defined(__GNUC__) || defined(__clang__)
-#define ET_ALWAYS_INLINE __attribute__((always_inline))
-#else
-#define ET_ALWAYS_INLINE
-#endif
-#endif
-
 /* Categories. LU: Lu, Lt (UP only). LL: Ll (LO only). LB: Lm, Lo (letters in UP and LO).
  * MK: \p{M} (UP and LO, but not \p{L}: a prefix and part of [^\s\p{L}\p{N}]). NL: \r \n.
  * SP: ' '. WS: other \s. AP: '. SL: '/'. P: anything else, invalid UTF-8 bytes included. */

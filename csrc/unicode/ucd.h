@@ -13,6 +13,12 @@
 
 #include "ucd_tables.h"
 
+#if defined(__GNUC__) || defined(__clang__)
+#define ET_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define ET_ALWAYS_INLINE
+#endif
+
 #define ET_U_L  0x01u /* \p{L} */
 #define ET_U_N  0x02u /* \p{N} */
 #define ET_U_S  0x04u /* \s (Unicode White_Space as the regex module sees it) */
@@ -57,12 +63,61 @@ static inline uint32_t et_utf8_decode(const uint8_t *s, size_t len, size_t i, si
     return 0xFFFFFFFFu;
 }
 
-/* The first position >= i (at most len) whose byte is not an ASCII letter (lower != 0: not
- * a-z), 8 bytes at a time: the end of a word is found from a bit mask, with no branch per
- * byte (a loop over bytes mispredicts its exit once per word). Callers go on with their own
- * loop when the byte there is not ASCII. */
-static inline size_t et_ascii_letters_end(const uint8_t *t, size_t len, size_t i, int lower)
+/* 16 bytes at a time where the target has it: SSE2 (every x86-64) or NEON (aarch64); other
+ * targets, and compilers without the GNU bit builtins, take the portable loops alone. A mask
+ * of 16 bytes has byte k's bits from bit k << ET_SIMD16_SHIFT (SSE2: a bit a byte, from
+ * movemask; NEON: four bits a byte, narrowed from the compare's 0xFF/0x00 bytes). */
+#if (defined(__SSE2__) || (defined(__ARM_NEON) && defined(__aarch64__))) && \
+    defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ET_SIMD16 1
+#ifdef __SSE2__
+#include <emmintrin.h>
+#define ET_SIMD16_SHIFT 0u
+static inline uint64_t et_mask16(__m128i m) { return (unsigned)_mm_movemask_epi8(m); }
+
+/* Bits set where t[k] is not an ASCII letter (lower != 0: not a-z). Letters are the bytes
+ * whose (t[k] | 0x20, unless lower) + 31 wraps to -128..-103 as a signed byte: 'a'..'z' go
+ * there, other ASCII to 31..127 or -102..-98, bytes >= 0x80 to -97..30. */
+static inline uint64_t et_nonletters16(const uint8_t *t, int lower)
 {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)t);
+    if (!lower) x = _mm_or_si128(x, _mm_set1_epi8(0x20));
+    return ~et_mask16(_mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(31)), _mm_set1_epi8(-102))) &
+           0xFFFFu;
+}
+#else
+#include <arm_neon.h>
+#define ET_SIMD16_SHIFT 2u
+static inline uint64_t et_mask16(uint8x16_t m)
+{
+    return vget_lane_u64(vreinterpret_u64_u8(vshrn_n_u16(vreinterpretq_u16_u8(m), 4)), 0);
+}
+
+static inline uint64_t et_nonletters16(const uint8_t *t, int lower)
+{
+    uint8x16_t x = vld1q_u8(t);
+    if (!lower) x = vorrq_u8(x, vdupq_n_u8(0x20));
+    return et_mask16(vcgeq_u8(vsubq_u8(x, vdupq_n_u8('a')), vdupq_n_u8(26)));
+}
+#endif
+#else
+#define ET_SIMD16 0
+#endif
+
+/* The first position >= i (at most len) whose byte is not an ASCII letter (lower != 0: not
+ * a-z), 16 bytes at a time (ET_SIMD16), then 8 in a word's bits: the end of a word is found
+ * from a bit mask, with no branch per byte (a loop over bytes mispredicts its exit once per
+ * word). Callers go on with their own loop when the byte there is not ASCII. */
+ET_ALWAYS_INLINE static inline size_t et_ascii_letters_end(const uint8_t *t, size_t len,
+                                                           size_t i, int lower)
+{
+#if ET_SIMD16
+    while (len - i >= 16) {
+        uint64_t other = et_nonletters16(t + i, lower);
+        if (other) return i + ((unsigned)__builtin_ctzll(other) >> ET_SIMD16_SHIFT);
+        i += 16;
+    }
+#endif
     const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
     while (len - i >= 8) {
         uint64_t w;
