@@ -109,7 +109,8 @@ ET_ALWAYS_INLINE static inline size_t et_cl_run(const uint8_t *t, size_t len, si
  * first alternative exists). */
 static inline size_t et_cl_space(const uint8_t *t, size_t len, size_t i, int eot)
 {
-    size_t k = i, last = i, nl_end = 0, nchars = 0;
+    size_t nl_end = 0, k = et_ascii_spaces_end(t, len, i, &nl_end); /* one byte a character */
+    size_t last = k > i ? k - 1 : i, nchars = k - i;
     while (k < len) {
         size_t n;
         unsigned c = et_cl_cat(t, len, k, &n);

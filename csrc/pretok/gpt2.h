@@ -102,7 +102,8 @@ ET_ALWAYS_INLINE static inline size_t et_g2_run(const uint8_t *t, size_t len, si
  * text). */
 static inline size_t et_g2_space(const uint8_t *t, size_t len, size_t i, int nd)
 {
-    size_t k = i, last = i, nchars = 0;
+    size_t nl_end = 0, k = et_ascii_spaces_end(t, len, i, &nl_end); /* one byte a character */
+    size_t last = k > i ? k - 1 : i, nchars = k - i;
     unsigned c = G2_END;
     while (k < len) {
         size_t n;

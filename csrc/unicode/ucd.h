@@ -85,6 +85,17 @@ static inline uint64_t et_nonletters16(const uint8_t *t, int lower)
     return ~et_mask16(_mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(31)), _mm_set1_epi8(-102))) &
            0xFFFFu;
 }
+
+/* Bits set where t[k] is not ASCII whitespace (\t \n \v \f \r, ' '); *nl: where it is \r or
+ * \n. \t..\r + 119 wrap to -128..-124 as signed bytes, every other byte to -123..127. */
+static inline uint64_t et_nonspace16(const uint8_t *t, uint64_t *nl)
+{
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)t);
+    __m128i ctl = _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(119)), _mm_set1_epi8(-123));
+    *nl = et_mask16(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\n')),
+                                 _mm_cmpeq_epi8(x, _mm_set1_epi8('\r'))));
+    return ~et_mask16(_mm_or_si128(ctl, _mm_cmpeq_epi8(x, _mm_set1_epi8(' ')))) & 0xFFFFu;
+}
 #else
 #include <arm_neon.h>
 #define ET_SIMD16_SHIFT 2u
@@ -98,6 +109,14 @@ static inline uint64_t et_nonletters16(const uint8_t *t, int lower)
     uint8x16_t x = vld1q_u8(t);
     if (!lower) x = vorrq_u8(x, vdupq_n_u8(0x20));
     return et_mask16(vcgeq_u8(vsubq_u8(x, vdupq_n_u8('a')), vdupq_n_u8(26)));
+}
+
+static inline uint64_t et_nonspace16(const uint8_t *t, uint64_t *nl)
+{
+    uint8x16_t x = vld1q_u8(t);
+    uint8x16_t ctl = vcltq_u8(vsubq_u8(x, vdupq_n_u8('\t')), vdupq_n_u8(5));
+    *nl = et_mask16(vorrq_u8(vceqq_u8(x, vdupq_n_u8('\n')), vceqq_u8(x, vdupq_n_u8('\r'))));
+    return ~et_mask16(vorrq_u8(ctl, vceqq_u8(x, vdupq_n_u8(' '))));
 }
 #endif
 #else
@@ -136,6 +155,26 @@ ET_ALWAYS_INLINE static inline size_t et_ascii_letters_end(const uint8_t *t, siz
     }
     while (i < len && (uint8_t)((lower ? t[i] : (t[i] | 0x20u)) - 'a') < 26u) i++;
     return i;
+}
+
+/* The end of the ASCII whitespace run from k, 16 bytes at a time (ET_SIMD16; k itself where
+ * fewer than 16 bytes are left or SIMD is not there): callers go on from there with their own
+ * loop. The end of the run's last \r or \n goes in *nl_end (untouched where none). */
+ET_ALWAYS_INLINE static inline size_t et_ascii_spaces_end(const uint8_t *t, size_t len, size_t k,
+                                                          size_t *nl_end)
+{
+#if ET_SIMD16
+    while (len - k >= 16) {
+        uint64_t nl, other = et_nonspace16(t + k, &nl);
+        nl &= other - 1; /* the line breaks before the first other byte (all where none) */
+        if (nl) *nl_end = k + ((63u - (unsigned)__builtin_clzll(nl)) >> ET_SIMD16_SHIFT) + 1;
+        if (other) return k + ((unsigned)__builtin_ctzll(other) >> ET_SIMD16_SHIFT);
+        k += 16;
+    }
+#else
+    (void)t, (void)len, (void)nl_end;
+#endif
+    return k;
 }
 
 #endif
