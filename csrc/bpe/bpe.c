@@ -24,18 +24,25 @@
 #include "../pretok/gpt2.h"
 #include "../pretok/o200k.h"
 
-/* The model's pretokenizer: the end of the piece that starts at i < len, and whether a piece
- * boundary b is a safe streaming cut (see each header). */
-ET_ALWAYS_INLINE static inline size_t next_piece(const et_model *m, const uint8_t *t, size_t len,
-                                                 size_t i)
+/* The model's pretokenizer: the end of the piece that starts at i < len (pretok: m->pretok, a
+ * constant where the caller has a copy of its loop for each), and whether a piece boundary b
+ * is a safe streaming cut (see each header). */
+ET_ALWAYS_INLINE static inline size_t piece_end(const et_model *m, unsigned pretok,
+                                                const uint8_t *t, size_t len, size_t i)
 {
-    switch (m->pretok) {
+    switch (pretok) {
     case ET_PRETOK_O200K: return et_o200k_next(t, len, i);
     case ET_PRETOK_GPT2: return et_gpt2_next(t, len, i, m->pretok_param == 1);
     case ET_PRETOK_LLAMA3: return et_cl100k_next(t, len, i, m->pretok_param, 0);
     case ET_PRETOK_REGEX: return len; /* the caller passes one piece at a time */
     default: return et_cl100k_next(t, len, i, m->pretok_param, 1);
     }
+}
+
+ET_ALWAYS_INLINE static inline size_t next_piece(const et_model *m, const uint8_t *t, size_t len,
+                                                 size_t i)
+{
+    return piece_end(m, m->pretok, t, len, i);
 }
 
 static inline int safe_cut(const et_model *m, const uint8_t *t, size_t len, size_t b)
@@ -517,9 +524,11 @@ static int grows(const et_model *m);
 static int settle(et_ws *ws, const uint8_t *t, size_t i, size_t len, uint32_t *out, size_t cap,
                   size_t *n, size_t *at);
 
-/* BPE's encode loop, behind the public functions (csrc/encode). */
-int et_bpe_run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t *out,
-               size_t *ends, size_t cap, size_t limit, size_t *n_out, size_t *consumed)
+/* BPE's encode loop (et_bpe_run) for a model whose pretokenizer is `pretok` (m->pretok). */
+ET_ALWAYS_INLINE static inline int bpe_loop(et_ws *ws, unsigned pretok, const uint8_t *t,
+                                            size_t len, unsigned flags, uint32_t *out,
+                                            size_t *ends, size_t cap, size_t limit,
+                                            size_t *n_out, size_t *consumed)
 {
     const et_model *m = ws->m;
     const unsigned final = flags & ET_FINAL;
@@ -528,7 +537,7 @@ int et_bpe_run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
     int rc = ET_OK;
     uint32_t one;
     while (i < len && n <= limit) {
-        size_t e = next_piece(m, t, len, i);
+        size_t e = piece_end(m, pretok, t, len, i);
         if (!final) { /* (the character at i must be all there: see whole_char) */
             if (i > 0 && (e < len || whole_char(t, len, i)) && stream_cut(m, t, len, prev, i)) {
                 cut = i;
@@ -583,6 +592,32 @@ int et_bpe_run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
     *consumed = final ? i : cut;
     *n_out = final ? n : cut_n;
     return rc;
+}
+
+/* bpe_loop on whole text (ET_FINAL, no token ends, no limit). */
+ET_ALWAYS_INLINE static inline int whole_loop(et_ws *ws, unsigned pretok, const uint8_t *t,
+                                              size_t len, uint32_t *out, size_t cap,
+                                              size_t *n_out, size_t *consumed)
+{
+    return bpe_loop(ws, pretok, t, len, ET_FINAL, out, NULL, cap, SIZE_MAX, n_out, consumed);
+}
+
+/* BPE's encode loop, behind the public functions (csrc/encode). Encoding or counting whole
+ * text with a built-in pretokenizer has a copy of the loop each: the pretokenizer inlined with
+ * no dispatch per piece, and the tests for streaming, limits and ends folded away. */
+int et_bpe_run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t *out,
+               size_t *ends, size_t cap, size_t limit, size_t *n_out, size_t *consumed)
+{
+    const unsigned pretok = ws->m->pretok;
+    if ((flags & ET_FINAL) && !ends && limit == SIZE_MAX) {
+        switch (pretok) { /* a constant in each call: its own copy */
+        case ET_PRETOK_CL100K: return whole_loop(ws, ET_PRETOK_CL100K, t, len, out, cap, n_out, consumed);
+        case ET_PRETOK_O200K: return whole_loop(ws, ET_PRETOK_O200K, t, len, out, cap, n_out, consumed);
+        case ET_PRETOK_GPT2: return whole_loop(ws, ET_PRETOK_GPT2, t, len, out, cap, n_out, consumed);
+        case ET_PRETOK_LLAMA3: return whole_loop(ws, ET_PRETOK_LLAMA3, t, len, out, cap, n_out, consumed);
+        }
+    }
+    return bpe_loop(ws, pretok, t, len, flags, out, ends, cap, limit, n_out, consumed);
 }
 
 int et_prefix_counts(et_ws *ws, const char *text, size_t len, uint32_t *cum)
