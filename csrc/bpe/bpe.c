@@ -88,17 +88,26 @@ static inline int whole_char(const uint8_t *t, size_t len, size_t i)
 #define SMALL_PIECE SMALL_PIECE_OVERRIDE
 #endif
 #define SMALL_PIECE_HEAP 64u
+/* small_merge's sort key of the pair at position i whose concatenation is trie node pair_node:
+ * its rank << 32 | i (rank ET_NONE where the pair is no token). */
+static inline uint64_t part_rank(const et_model *m, uint32_t pair_node, uint32_t i)
+{
+    return (uint64_t)(pair_node == ET_NONE ? ET_NONE : et_value(m, pair_node)) << 32 | i;
+}
+
 /* tiktoken's byte_pair_merge for a short piece p[0..n), n >= 2, stopping when `stop` parts
  * are left (1: run to the end). Returns the part count; the ids are left in ids[0..count).
  * Parts are a doubly linked list by start offset (nxt, prv), so a merge unlinks one, with no
- * shifting; the lowest rank is found by a scan of the dense rank array, where a part merged
- * away has rank ET_NONE (no load depends on the one before: faster than following nxt).
- * mem holds 5 * n + 1 numbers. */
+ * shifting; the lowest rank is found by a scan of the dense array rk of rank << 32 | position,
+ * whose minimum is the lowest rank, leftmost among equals (one compare a part), where a part
+ * merged away has rank ET_NONE (no load depends on the one before: faster than following nxt).
+ * mem holds 24 * n + 4 bytes. */
 static size_t small_merge(const et_model *m, const uint8_t *p, uint32_t n, uint64_t *mem,
                           uint32_t *ids, uint32_t stop)
 {
-    uint32_t *nxt = (uint32_t *)mem, *node = nxt + n + 1, *pnode = node + n, *rank = pnode + n,
-             *prv = rank + n;
+    uint64_t *rk = mem;
+    uint32_t *nxt = (uint32_t *)(mem + n), *node = nxt + n + 1, *pnode = node + n, *prv = pnode + n;
+    const uint64_t none = (uint64_t)ET_NONE << 32; /* above every rank a pair can have */
     for (uint32_t i = 0; i < n; i++) {
         nxt[i] = i + 1;
         prv[i] = i - 1; /* (ET_NONE for the first) */
@@ -106,35 +115,30 @@ static size_t small_merge(const et_model *m, const uint8_t *p, uint32_t n, uint6
     }
     for (uint32_t i = 0; i + 1 < n; i++) {
         pnode[i] = et_trie_next(m, node[i], p[i + 1]);
-        rank[i] = pnode[i] == ET_NONE ? ET_NONE : et_value(m, pnode[i]);
+        rk[i] = part_rank(m, pnode[i], i);
     }
-    rank[n - 1] = ET_NONE;
+    rk[n - 1] = none | (n - 1);
     uint32_t parts = n;
     while (parts > stop) {
-        /* the lowest rank, leftmost among equals */
-        uint32_t best = ET_NONE, k = 0;
-        for (uint32_t i = 0; i + 1 < n; i++) {
-            const uint32_t r = rank[i];
-            k = r < best ? i : k;
-            best = r < best ? r : best;
-        }
-        if (best == ET_NONE) break;
-        const uint32_t before = prv[k], gone = nxt[k];
+        uint64_t best = rk[0]; /* the lowest rank, leftmost among equals */
+        for (uint32_t i = 1; i + 1 < n; i++) best = rk[i] < best ? rk[i] : best;
+        if (best >= none) break;
+        const uint32_t k = (uint32_t)best, before = prv[k], gone = nxt[k];
         node[k] = pnode[k];
-        rank[gone] = ET_NONE; /* merged into k */
+        rk[gone] = none | gone; /* merged into k */
         nxt[k] = nxt[gone];
         parts--;
         const uint32_t after = nxt[k]; /* the part now after k, or n */
         if (after < n) {
             prv[after] = k;
             pnode[k] = et_trie_walk(m, node[k], p + after, nxt[after] - after);
-            rank[k] = pnode[k] == ET_NONE ? ET_NONE : et_value(m, pnode[k]);
+            rk[k] = part_rank(m, pnode[k], k);
         } else {
-            rank[k] = ET_NONE;
+            rk[k] = none | k;
         }
         if (before != ET_NONE) {
             pnode[before] = et_trie_walk(m, node[before], p + k, after - k);
-            rank[before] = pnode[before] == ET_NONE ? ET_NONE : et_value(m, pnode[before]);
+            rk[before] = part_rank(m, pnode[before], before);
         }
     }
     uint32_t c = 0;
@@ -264,9 +268,9 @@ static size_t bt_merge(et_ws *ws, const et_model *m, const uint8_t *p, uint32_t 
 
 int et_bpe_tables(const et_model *m, uint32_t *split, uint32_t *prefix, uint32_t *tnode)
 {
-    /* scratch for merging one token's bytes (small_merge: 5 arrays) and for bt_merge */
+    /* scratch for merging one token's bytes (small_merge: 24 bytes a byte) and for bt_merge */
     size_t cap = (size_t)m->max_token_len + 1;
-    uint64_t *mem = malloc(cap * 20 + 64);
+    uint64_t *mem = malloc(cap * 24 + 64);
     uint32_t *ids = malloc(cap * 4);
     int ok = 1;
     if (!mem || !ids) { free(mem); free(ids); return -1; }
