@@ -120,7 +120,7 @@ static inline unsigned et_o2_cat_slow(const uint8_t *t, size_t len, size_t i, si
     return O2_P;
 }
 
-static inline unsigned et_o2_cat(const uint8_t *t, size_t len, size_t i, size_t *n)
+ET_ALWAYS_INLINE static inline unsigned et_o2_cat(const uint8_t *t, size_t len, size_t i, size_t *n)
 {
     if (t[i] < 0x80u) { *n = 1; return et_o2_ascii[t[i]]; }
     return et_o2_cat_slow(t, len, i, n);
