@@ -413,18 +413,23 @@ static const uint8_t KEEP[64] = {
     255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
 };
 
+/* Word w of the key of p[0..n) (1 <= n <= 32, 8 * w + 8 bytes readable at p): its bytes
+ * 8 * w to 8 * w + 7 in memory order, those from n on zero. */
+ET_ALWAYS_INLINE static inline uint64_t key_word(const uint8_t *p, size_t n, size_t w)
+{
+    uint64_t x, mask;
+    memcpy(&x, p + 8 * w, 8);
+    memcpy(&mask, KEEP + 32 - n + 8 * w, 8);
+    return x & mask;
+}
+
 /* p[0..n) (1 <= n <= 8 * words <= 32, avail >= n bytes readable at p) as `words` numbers: its
  * bytes in memory order, zero-padded. */
 ET_ALWAYS_INLINE static inline void piece_key(const uint8_t *p, size_t n, size_t avail,
                                               uint64_t *key, size_t words)
 {
     if (avail >= 8 * words) { /* whole loads, masked to the first n bytes */
-        for (size_t w = 0; w < words; w++) {
-            uint64_t mask;
-            memcpy(&key[w], p + 8 * w, 8);
-            memcpy(&mask, KEEP + 32 - n + 8 * w, 8);
-            key[w] &= mask;
-        }
+        for (size_t w = 0; w < words; w++) key[w] = key_word(p, n, w);
     } else {
         memset(key, 0, 8 * words);
         memcpy(key, p, n);
@@ -442,16 +447,27 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
     const et_model *m = ws->m;
     struct piece_slot *set = NULL; /* the slot a short piece goes in */
     struct long_slot *lset = NULL; /* the set of two a longer piece, or more ids, goes in */
-    uint64_t key[4] = {0, 0, 0, 0};
+    uint64_t key[4];
     if (plen <= LONG_KEY && !(m->flags & ET_FLAG_GAPS)) {
         if (plen <= PIECE_KEY) {
-            piece_key(p, plen, avail, key, 2);
-            uint64_t h = (key[0] * 0x9E3779B97F4A7C15ull) ^ (key[1] + plen) * 0xC2B2AE3D27D4EB4Full;
+            uint64_t k0, k1; /* the key in registers: faster than in key[] for the hits */
+            if (avail >= 16) {
+                k0 = key_word(p, plen, 0);
+                k1 = key_word(p, plen, 1);
+            } else {
+                piece_key(p, plen, avail, key, 2);
+                k0 = key[0];
+                k1 = key[1];
+            }
+            uint64_t h = (k0 * 0x9E3779B97F4A7C15ull) ^ (k1 + plen) * 0xC2B2AE3D27D4EB4Full;
             set = &ws->pieces[(h >> 40) & (PIECE_CACHE - 1)];
-            if (set->key[0] == key[0] && set->key[1] == key[1] && (set->info & 0xFFu) == plen) {
+            if (set->key[0] == k0 && set->key[1] == k1 && (set->info & 0xFFu) == plen) {
                 *ids = set->ids;
                 return set->info >> 8;
             }
+            key[0] = k0;
+            key[1] = k1;
+            key[2] = key[3] = 0;
         } else {
             piece_key(p, plen, avail, key, 4);
         }
