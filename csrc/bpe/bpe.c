@@ -24,18 +24,25 @@
 #include "../pretok/gpt2.h"
 #include "../pretok/o200k.h"
 
-/* The model's pretokenizer: the end of the piece that starts at i < len, and whether a piece
- * boundary b is a safe streaming cut (see each header). */
-ET_ALWAYS_INLINE static inline size_t next_piece(const et_model *m, const uint8_t *t, size_t len,
-                                                 size_t i)
+/* The model's pretokenizer: the end of the piece that starts at i < len (pretok: m->pretok, a
+ * constant where the caller has a copy of its loop for each), and whether a piece boundary b
+ * is a safe streaming cut (see each header). */
+ET_ALWAYS_INLINE static inline size_t piece_end(const et_model *m, unsigned pretok,
+                                                const uint8_t *t, size_t len, size_t i)
 {
-    switch (m->pretok) {
+    switch (pretok) {
     case ET_PRETOK_O200K: return et_o200k_next(t, len, i);
     case ET_PRETOK_GPT2: return et_gpt2_next(t, len, i, m->pretok_param == 1);
     case ET_PRETOK_LLAMA3: return et_cl100k_next(t, len, i, m->pretok_param, 0);
     case ET_PRETOK_REGEX: return len; /* the caller passes one piece at a time */
     default: return et_cl100k_next(t, len, i, m->pretok_param, 1);
     }
+}
+
+ET_ALWAYS_INLINE static inline size_t next_piece(const et_model *m, const uint8_t *t, size_t len,
+                                                 size_t i)
+{
+    return piece_end(m, m->pretok, t, len, i);
 }
 
 static inline int safe_cut(const et_model *m, const uint8_t *t, size_t len, size_t b)
@@ -81,17 +88,26 @@ static inline int whole_char(const uint8_t *t, size_t len, size_t i)
 #define SMALL_PIECE SMALL_PIECE_OVERRIDE
 #endif
 #define SMALL_PIECE_HEAP 64u
+/* small_merge's sort key of the pair at position i whose concatenation is trie node pair_node:
+ * its rank << 32 | i (rank ET_NONE where the pair is no token). */
+static inline uint64_t part_rank(const et_model *m, uint32_t pair_node, uint32_t i)
+{
+    return (uint64_t)(pair_node == ET_NONE ? ET_NONE : et_value(m, pair_node)) << 32 | i;
+}
+
 /* tiktoken's byte_pair_merge for a short piece p[0..n), n >= 2, stopping when `stop` parts
  * are left (1: run to the end). Returns the part count; the ids are left in ids[0..count).
  * Parts are a doubly linked list by start offset (nxt, prv), so a merge unlinks one, with no
- * shifting; the lowest rank is found by a scan of the dense rank array, where a part merged
- * away has rank ET_NONE (no load depends on the one before: faster than following nxt).
- * mem holds 5 * n + 1 numbers. */
+ * shifting; the lowest rank is found by a scan of the dense array rk of rank << 32 | position,
+ * whose minimum is the lowest rank, leftmost among equals (one compare a part), where a part
+ * merged away has rank ET_NONE (no load depends on the one before: faster than following nxt).
+ * mem holds 24 * n + 4 bytes. */
 static size_t small_merge(const et_model *m, const uint8_t *p, uint32_t n, uint64_t *mem,
                           uint32_t *ids, uint32_t stop)
 {
-    uint32_t *nxt = (uint32_t *)mem, *node = nxt + n + 1, *pnode = node + n, *rank = pnode + n,
-             *prv = rank + n;
+    uint64_t *rk = mem;
+    uint32_t *nxt = (uint32_t *)(mem + n), *node = nxt + n + 1, *pnode = node + n, *prv = pnode + n;
+    const uint64_t none = (uint64_t)ET_NONE << 32; /* above every rank a pair can have */
     for (uint32_t i = 0; i < n; i++) {
         nxt[i] = i + 1;
         prv[i] = i - 1; /* (ET_NONE for the first) */
@@ -99,35 +115,30 @@ static size_t small_merge(const et_model *m, const uint8_t *p, uint32_t n, uint6
     }
     for (uint32_t i = 0; i + 1 < n; i++) {
         pnode[i] = et_trie_next(m, node[i], p[i + 1]);
-        rank[i] = pnode[i] == ET_NONE ? ET_NONE : et_value(m, pnode[i]);
+        rk[i] = part_rank(m, pnode[i], i);
     }
-    rank[n - 1] = ET_NONE;
+    rk[n - 1] = none | (n - 1);
     uint32_t parts = n;
     while (parts > stop) {
-        /* the lowest rank, leftmost among equals */
-        uint32_t best = ET_NONE, k = 0;
-        for (uint32_t i = 0; i + 1 < n; i++) {
-            const uint32_t r = rank[i];
-            k = r < best ? i : k;
-            best = r < best ? r : best;
-        }
-        if (best == ET_NONE) break;
-        const uint32_t before = prv[k], gone = nxt[k];
+        uint64_t best = rk[0]; /* the lowest rank, leftmost among equals */
+        for (uint32_t i = 1; i + 1 < n; i++) best = rk[i] < best ? rk[i] : best;
+        if (best >= none) break;
+        const uint32_t k = (uint32_t)best, before = prv[k], gone = nxt[k];
         node[k] = pnode[k];
-        rank[gone] = ET_NONE; /* merged into k */
+        rk[gone] = none | gone; /* merged into k */
         nxt[k] = nxt[gone];
         parts--;
         const uint32_t after = nxt[k]; /* the part now after k, or n */
         if (after < n) {
             prv[after] = k;
             pnode[k] = et_trie_walk(m, node[k], p + after, nxt[after] - after);
-            rank[k] = pnode[k] == ET_NONE ? ET_NONE : et_value(m, pnode[k]);
+            rk[k] = part_rank(m, pnode[k], k);
         } else {
-            rank[k] = ET_NONE;
+            rk[k] = none | k;
         }
         if (before != ET_NONE) {
             pnode[before] = et_trie_walk(m, node[before], p + k, after - k);
-            rank[before] = pnode[before] == ET_NONE ? ET_NONE : et_value(m, pnode[before]);
+            rk[before] = part_rank(m, pnode[before], before);
         }
     }
     uint32_t c = 0;
@@ -257,9 +268,9 @@ static size_t bt_merge(et_ws *ws, const et_model *m, const uint8_t *p, uint32_t 
 
 int et_bpe_tables(const et_model *m, uint32_t *split, uint32_t *prefix, uint32_t *tnode)
 {
-    /* scratch for merging one token's bytes (small_merge: 5 arrays) and for bt_merge */
+    /* scratch for merging one token's bytes (small_merge: 24 bytes a byte) and for bt_merge */
     size_t cap = (size_t)m->max_token_len + 1;
-    uint64_t *mem = malloc(cap * 20 + 64);
+    uint64_t *mem = malloc(cap * 24 + 64);
     uint32_t *ids = malloc(cap * 4);
     int ok = 1;
     if (!mem || !ids) { free(mem); free(ids); return -1; }
@@ -395,40 +406,40 @@ static const uint8_t *drop_gap_bytes(et_ws *ws, const uint8_t *p, size_t *plen, 
     return kept;
 }
 
-/* The ids of one piece p[0..plen): *ids points at them (at *one for a whole-piece token, else
- * into the workspace, valid until the next call). Returns their count: 0 with *rc set on an
- * error, 0 with *rc untouched when the piece held only dropped bytes (ET_FLAG_GAPS). */
-/* The first n bytes (n <= 8) of the number w loaded from memory, the rest zero (no branch:
- * the two half shifts make n == 8 keep everything, where one shift by 64 would be undefined). */
-static inline uint64_t first_bytes(uint64_t w, size_t n)
+/* 32 bytes 0xFF, then 32 zero bytes: the 8 bytes from KEEP + 32 - n + 8 * w mask word w of
+ * a key to its first n bytes (byte 8 * w + j is kept where 8 * w + j < n), with no branch. */
+static const uint8_t KEEP[64] = {
+    255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+    255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+};
+
+/* Word w of the key of p[0..n) (1 <= n <= 32, 8 * w + 8 bytes readable at p): its bytes
+ * 8 * w to 8 * w + 7 in memory order, those from n on zero. */
+ET_ALWAYS_INLINE static inline uint64_t key_word(const uint8_t *p, size_t n, size_t w)
 {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    return w & ~((~0ull >> (4u * n)) >> (4u * n));
-#else
-    return w & (((1ull << (4u * n)) << (4u * n)) - 1u);
-#endif
+    uint64_t x, mask;
+    memcpy(&x, p + 8 * w, 8);
+    memcpy(&mask, KEEP + 32 - n + 8 * w, 8);
+    return x & mask;
 }
 
-/* p[0..n) (1 <= n <= 8 * words, avail >= n bytes readable at p) as `words` numbers: its
+/* p[0..n) (1 <= n <= 8 * words <= 32, avail >= n bytes readable at p) as `words` numbers: its
  * bytes in memory order, zero-padded. */
 ET_ALWAYS_INLINE static inline void piece_key(const uint8_t *p, size_t n, size_t avail,
                                               uint64_t *key, size_t words)
 {
-    if (avail >= 8 * words) { /* whole loads, then keep the first n bytes */
-        for (size_t w = 0; w < words; w++) {
-            memcpy(&key[w], p + 8 * w, 8);
-            size_t left = n > 8 * w ? n - 8 * w : 0;
-            key[w] = first_bytes(key[w], left < 8 ? left : 8);
-        }
+    if (avail >= 8 * words) { /* whole loads, masked to the first n bytes */
+        for (size_t w = 0; w < words; w++) key[w] = key_word(p, n, w);
     } else {
-        uint8_t b[LONG_KEY] = {0};
-        memcpy(b, p, n);
-        memcpy(key, b, 8 * words);
+        memset(key, 0, 8 * words);
+        memcpy(key, p, n);
     }
 }
 
-/* The ids of the piece p[0..plen) (avail >= plen bytes readable at p): returns their count
- * and points *ids at them (valid until the next call), or 0 with *rc set. */
+/* The ids of one piece p[0..plen) (avail >= plen bytes readable at p): *ids points at them
+ * (at *one for a whole-piece token, else into the workspace, valid until the next call).
+ * Returns their count: 0 with *rc set on an error, 0 with *rc untouched when the piece held
+ * only dropped bytes (ET_FLAG_GAPS). */
 ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, size_t plen,
                                                 size_t avail, uint32_t *one,
                                                 const uint32_t **ids, int *rc)
@@ -436,16 +447,27 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
     const et_model *m = ws->m;
     struct piece_slot *set = NULL; /* the slot a short piece goes in */
     struct long_slot *lset = NULL; /* the set of two a longer piece, or more ids, goes in */
-    uint64_t key[4] = {0, 0, 0, 0};
+    uint64_t key[4];
     if (plen <= LONG_KEY && !(m->flags & ET_FLAG_GAPS)) {
         if (plen <= PIECE_KEY) {
-            piece_key(p, plen, avail, key, 2);
-            uint64_t h = (key[0] * 0x9E3779B97F4A7C15ull) ^ (key[1] + plen) * 0xC2B2AE3D27D4EB4Full;
+            uint64_t k0, k1; /* the key in registers: faster than in key[] for the hits */
+            if (avail >= 16) {
+                k0 = key_word(p, plen, 0);
+                k1 = key_word(p, plen, 1);
+            } else {
+                piece_key(p, plen, avail, key, 2);
+                k0 = key[0];
+                k1 = key[1];
+            }
+            uint64_t h = (k0 * 0x9E3779B97F4A7C15ull) ^ (k1 + plen) * 0xC2B2AE3D27D4EB4Full;
             set = &ws->pieces[(h >> 40) & (PIECE_CACHE - 1)];
-            if (set->key[0] == key[0] && set->key[1] == key[1] && (set->info & 0xFFu) == plen) {
+            if (set->key[0] == k0 && set->key[1] == k1 && (set->info & 0xFFu) == plen) {
                 *ids = set->ids;
                 return set->info >> 8;
             }
+            key[0] = k0;
+            key[1] = k1;
+            key[2] = key[3] = 0;
         } else {
             piece_key(p, plen, avail, key, 4);
         }
@@ -522,9 +544,11 @@ static int grows(const et_model *m);
 static int settle(et_ws *ws, const uint8_t *t, size_t i, size_t len, uint32_t *out, size_t cap,
                   size_t *n, size_t *at);
 
-/* BPE's encode loop, behind the public functions (csrc/encode). */
-int et_bpe_run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t *out,
-               size_t *ends, size_t cap, size_t limit, size_t *n_out, size_t *consumed)
+/* BPE's encode loop (et_bpe_run) for a model whose pretokenizer is `pretok` (m->pretok). */
+ET_ALWAYS_INLINE static inline int bpe_loop(et_ws *ws, unsigned pretok, const uint8_t *t,
+                                            size_t len, unsigned flags, uint32_t *out,
+                                            size_t *ends, size_t cap, size_t limit,
+                                            size_t *n_out, size_t *consumed)
 {
     const et_model *m = ws->m;
     const unsigned final = flags & ET_FINAL;
@@ -533,7 +557,7 @@ int et_bpe_run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
     int rc = ET_OK;
     uint32_t one;
     while (i < len && n <= limit) {
-        size_t e = next_piece(m, t, len, i);
+        size_t e = piece_end(m, pretok, t, len, i);
         if (!final) { /* (the character at i must be all there: see whole_char) */
             if (i > 0 && (e < len || whole_char(t, len, i)) && stream_cut(m, t, len, prev, i)) {
                 cut = i;
@@ -588,6 +612,32 @@ int et_bpe_run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
     *consumed = final ? i : cut;
     *n_out = final ? n : cut_n;
     return rc;
+}
+
+/* bpe_loop on whole text (ET_FINAL, no token ends, no limit). */
+ET_ALWAYS_INLINE static inline int whole_loop(et_ws *ws, unsigned pretok, const uint8_t *t,
+                                              size_t len, uint32_t *out, size_t cap,
+                                              size_t *n_out, size_t *consumed)
+{
+    return bpe_loop(ws, pretok, t, len, ET_FINAL, out, NULL, cap, SIZE_MAX, n_out, consumed);
+}
+
+/* BPE's encode loop, behind the public functions (csrc/encode). Encoding or counting whole
+ * text with a built-in pretokenizer has a copy of the loop each: the pretokenizer inlined with
+ * no dispatch per piece, and the tests for streaming, limits and ends folded away. */
+int et_bpe_run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t *out,
+               size_t *ends, size_t cap, size_t limit, size_t *n_out, size_t *consumed)
+{
+    const unsigned pretok = ws->m->pretok;
+    if ((flags & ET_FINAL) && !ends && limit == SIZE_MAX) {
+        switch (pretok) { /* a constant in each call: its own copy */
+        case ET_PRETOK_CL100K: return whole_loop(ws, ET_PRETOK_CL100K, t, len, out, cap, n_out, consumed);
+        case ET_PRETOK_O200K: return whole_loop(ws, ET_PRETOK_O200K, t, len, out, cap, n_out, consumed);
+        case ET_PRETOK_GPT2: return whole_loop(ws, ET_PRETOK_GPT2, t, len, out, cap, n_out, consumed);
+        case ET_PRETOK_LLAMA3: return whole_loop(ws, ET_PRETOK_LLAMA3, t, len, out, cap, n_out, consumed);
+        }
+    }
+    return bpe_loop(ws, pretok, t, len, flags, out, ends, cap, limit, n_out, consumed);
 }
 
 int et_prefix_counts(et_ws *ws, const char *text, size_t len, uint32_t *cum)

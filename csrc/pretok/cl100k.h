@@ -27,14 +27,6 @@
 
 #include "../unicode/ucd.h"
 
-#ifndef ET_ALWAYS_INLINE
-#if defined(__GNUC__) || defined(__clang__)
-#define ET_ALWAYS_INLINE __attribute__((always_inline))
-#else
-#define ET_ALWAYS_INLINE
-#endif
-#endif
-
 enum { C_L, C_N, C_SP, C_NL, C_WS, C_AP, C_P, C_END };
 
 #define M_(c) (1u << (c))
@@ -86,7 +78,7 @@ static inline unsigned et_cl_cat_slow(const uint8_t *t, size_t len, size_t i, si
     return C_P;
 }
 
-static inline unsigned et_cl_cat(const uint8_t *t, size_t len, size_t i, size_t *n)
+ET_ALWAYS_INLINE static inline unsigned et_cl_cat(const uint8_t *t, size_t len, size_t i, size_t *n)
 {
     if (t[i] < 0x80u) { *n = 1; return et_cl_ascii[t[i]]; }
     return et_cl_cat_slow(t, len, i, n);
@@ -117,7 +109,8 @@ ET_ALWAYS_INLINE static inline size_t et_cl_run(const uint8_t *t, size_t len, si
  * first alternative exists). */
 static inline size_t et_cl_space(const uint8_t *t, size_t len, size_t i, int eot)
 {
-    size_t k = i, last = i, nl_end = 0, nchars = 0;
+    size_t nl_end = 0, k = et_ascii_spaces_end(t, len, i, &nl_end); /* one byte a character */
+    size_t last = k > i ? k - 1 : i, nchars = k - i;
     while (k < len) {
         size_t n;
         unsigned c = et_cl_cat(t, len, k, &n);

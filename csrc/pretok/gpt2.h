@@ -23,14 +23,6 @@
 
 #include "../unicode/ucd.h"
 
-#ifndef ET_ALWAYS_INLINE
-#if defined(__GNUC__) || defined(__clang__)
-#define ET_ALWAYS_INLINE __attribute__((always_inline))
-#else
-#define ET_ALWAYS_INLINE
-#endif
-#endif
-
 /* L: \p{L}. N: \p{N}. SP: ' '. WS: other \s (\r and \n included). AP: '. P: the rest of
  * [^\s\p{L}\p{N}], marks and invalid UTF-8 bytes included. */
 enum { G2_L, G2_N, G2_SP, G2_WS, G2_AP, G2_P, G2_END };
@@ -80,7 +72,7 @@ static inline unsigned et_g2_cat_slow(const uint8_t *t, size_t len, size_t i, si
     return G2_P;
 }
 
-static inline unsigned et_g2_cat(const uint8_t *t, size_t len, size_t i, size_t *n)
+ET_ALWAYS_INLINE static inline unsigned et_g2_cat(const uint8_t *t, size_t len, size_t i, size_t *n)
 {
     if (t[i] < 0x80u) { *n = 1; return et_g2_ascii[t[i]]; }
     return et_g2_cat_slow(t, len, i, n);
@@ -110,7 +102,8 @@ ET_ALWAYS_INLINE static inline size_t et_g2_run(const uint8_t *t, size_t len, si
  * text). */
 static inline size_t et_g2_space(const uint8_t *t, size_t len, size_t i, int nd)
 {
-    size_t k = i, last = i, nchars = 0;
+    size_t nl_end = 0, k = et_ascii_spaces_end(t, len, i, &nl_end); /* one byte a character */
+    size_t last = k > i ? k - 1 : i, nchars = k - i;
     unsigned c = G2_END;
     while (k < len) {
         size_t n;

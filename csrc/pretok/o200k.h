@@ -44,14 +44,6 @@
 
 #include "../unicode/ucd.h"
 
-#ifndef ET_ALWAYS_INLINE
-#if defined(__GNUC__) || defined(__clang__)
-#define ET_ALWAYS_INLINE __attribute__((always_inline))
-#else
-#define ET_ALWAYS_INLINE
-#endif
-#endif
-
 /* Categories. LU: Lu, Lt (UP only). LL: Ll (LO only). LB: Lm, Lo (letters in UP and LO).
  * MK: \p{M} (UP and LO, but not \p{L}: a prefix and part of [^\s\p{L}\p{N}]). NL: \r \n.
  * SP: ' '. WS: other \s. AP: '. SL: '/'. P: anything else, invalid UTF-8 bytes included. */
@@ -128,7 +120,7 @@ static inline unsigned et_o2_cat_slow(const uint8_t *t, size_t len, size_t i, si
     return O2_P;
 }
 
-static inline unsigned et_o2_cat(const uint8_t *t, size_t len, size_t i, size_t *n)
+ET_ALWAYS_INLINE static inline unsigned et_o2_cat(const uint8_t *t, size_t len, size_t i, size_t *n)
 {
     if (t[i] < 0x80u) { *n = 1; return et_o2_ascii[t[i]]; }
     return et_o2_cat_slow(t, len, i, n);
@@ -157,7 +149,8 @@ ET_ALWAYS_INLINE static inline size_t et_o2_run(const uint8_t *t, size_t len, si
 /* \s*[\r\n]+ | \s+(?!\S) | \s+, for a piece starting with whitespace at i. */
 static inline size_t et_o2_space(const uint8_t *t, size_t len, size_t i)
 {
-    size_t k = i, last = i, nl_end = 0, nchars = 0;
+    size_t nl_end = 0, k = et_ascii_spaces_end(t, len, i, &nl_end); /* one byte a character */
+    size_t last = k > i ? k - 1 : i, nchars = k - i;
     while (k < len) {
         size_t n;
         unsigned c = et_o2_cat(t, len, k, &n);

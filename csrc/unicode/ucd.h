@@ -13,6 +13,12 @@
 
 #include "ucd_tables.h"
 
+#if defined(__GNUC__) || defined(__clang__)
+#define ET_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define ET_ALWAYS_INLINE
+#endif
+
 #define ET_U_L  0x01u /* \p{L} */
 #define ET_U_N  0x02u /* \p{N} */
 #define ET_U_S  0x04u /* \s (Unicode White_Space as the regex module sees it) */
@@ -57,12 +63,80 @@ static inline uint32_t et_utf8_decode(const uint8_t *s, size_t len, size_t i, si
     return 0xFFFFFFFFu;
 }
 
-/* The first position >= i (at most len) whose byte is not an ASCII letter (lower != 0: not
- * a-z), 8 bytes at a time: the end of a word is found from a bit mask, with no branch per
- * byte (a loop over bytes mispredicts its exit once per word). Callers go on with their own
- * loop when the byte there is not ASCII. */
-static inline size_t et_ascii_letters_end(const uint8_t *t, size_t len, size_t i, int lower)
+/* 16 bytes at a time where the target has it: SSE2 (every x86-64) or NEON (aarch64); other
+ * targets, and compilers without the GNU bit builtins, take the portable loops alone. A mask
+ * of 16 bytes has byte k's bits from bit k << ET_SIMD16_SHIFT (SSE2: a bit a byte, from
+ * movemask; NEON: four bits a byte, narrowed from the compare's 0xFF/0x00 bytes). */
+#if (defined(__SSE2__) || (defined(__ARM_NEON) && defined(__aarch64__))) && \
+    defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ET_SIMD16 1
+#ifdef __SSE2__
+#include <emmintrin.h>
+#define ET_SIMD16_SHIFT 0u
+static inline uint64_t et_mask16(__m128i m) { return (unsigned)_mm_movemask_epi8(m); }
+
+/* Bits set where t[k] is not an ASCII letter (lower != 0: not a-z). Letters are the bytes
+ * whose (t[k] | 0x20, unless lower) + 31 wraps to -128..-103 as a signed byte: 'a'..'z' go
+ * there, other ASCII to 31..127 or -102..-98, bytes >= 0x80 to -97..30. */
+static inline uint64_t et_nonletters16(const uint8_t *t, int lower)
 {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)t);
+    if (!lower) x = _mm_or_si128(x, _mm_set1_epi8(0x20));
+    return ~et_mask16(_mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(31)), _mm_set1_epi8(-102))) &
+           0xFFFFu;
+}
+
+/* Bits set where t[k] is not ASCII whitespace (\t \n \v \f \r, ' '); *nl: where it is \r or
+ * \n. \t..\r + 119 wrap to -128..-124 as signed bytes, every other byte to -123..127. */
+static inline uint64_t et_nonspace16(const uint8_t *t, uint64_t *nl)
+{
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)t);
+    __m128i ctl = _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(119)), _mm_set1_epi8(-123));
+    *nl = et_mask16(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\n')),
+                                 _mm_cmpeq_epi8(x, _mm_set1_epi8('\r'))));
+    return ~et_mask16(_mm_or_si128(ctl, _mm_cmpeq_epi8(x, _mm_set1_epi8(' ')))) & 0xFFFFu;
+}
+#else
+#include <arm_neon.h>
+#define ET_SIMD16_SHIFT 2u
+static inline uint64_t et_mask16(uint8x16_t m)
+{
+    return vget_lane_u64(vreinterpret_u64_u8(vshrn_n_u16(vreinterpretq_u16_u8(m), 4)), 0);
+}
+
+static inline uint64_t et_nonletters16(const uint8_t *t, int lower)
+{
+    uint8x16_t x = vld1q_u8(t);
+    if (!lower) x = vorrq_u8(x, vdupq_n_u8(0x20));
+    return et_mask16(vcgeq_u8(vsubq_u8(x, vdupq_n_u8('a')), vdupq_n_u8(26)));
+}
+
+static inline uint64_t et_nonspace16(const uint8_t *t, uint64_t *nl)
+{
+    uint8x16_t x = vld1q_u8(t);
+    uint8x16_t ctl = vcltq_u8(vsubq_u8(x, vdupq_n_u8('\t')), vdupq_n_u8(5));
+    *nl = et_mask16(vorrq_u8(vceqq_u8(x, vdupq_n_u8('\n')), vceqq_u8(x, vdupq_n_u8('\r'))));
+    return ~et_mask16(vorrq_u8(ctl, vceqq_u8(x, vdupq_n_u8(' '))));
+}
+#endif
+#else
+#define ET_SIMD16 0
+#endif
+
+/* The first position >= i (at most len) whose byte is not an ASCII letter (lower != 0: not
+ * a-z), 16 bytes at a time (ET_SIMD16), then 8 in a word's bits: the end of a word is found
+ * from a bit mask, with no branch per byte (a loop over bytes mispredicts its exit once per
+ * word). Callers go on with their own loop when the byte there is not ASCII. */
+ET_ALWAYS_INLINE static inline size_t et_ascii_letters_end(const uint8_t *t, size_t len,
+                                                           size_t i, int lower)
+{
+#if ET_SIMD16
+    while (len - i >= 16) {
+        uint64_t other = et_nonletters16(t + i, lower);
+        if (other) return i + ((unsigned)__builtin_ctzll(other) >> ET_SIMD16_SHIFT);
+        i += 16;
+    }
+#endif
     const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
     while (len - i >= 8) {
         uint64_t w;
@@ -81,6 +155,26 @@ static inline size_t et_ascii_letters_end(const uint8_t *t, size_t len, size_t i
     }
     while (i < len && (uint8_t)((lower ? t[i] : (t[i] | 0x20u)) - 'a') < 26u) i++;
     return i;
+}
+
+/* The end of the ASCII whitespace run from k, 16 bytes at a time (ET_SIMD16; k itself where
+ * fewer than 16 bytes are left or SIMD is not there): callers go on from there with their own
+ * loop. The end of the run's last \r or \n goes in *nl_end (untouched where none). */
+ET_ALWAYS_INLINE static inline size_t et_ascii_spaces_end(const uint8_t *t, size_t len, size_t k,
+                                                          size_t *nl_end)
+{
+#if ET_SIMD16
+    while (len - k >= 16) {
+        uint64_t nl, other = et_nonspace16(t + k, &nl);
+        nl &= other - 1; /* the line breaks before the first other byte (all where none) */
+        if (nl) *nl_end = k + ((63u - (unsigned)__builtin_clzll(nl)) >> ET_SIMD16_SHIFT) + 1;
+        if (other) return k + ((unsigned)__builtin_ctzll(other) >> ET_SIMD16_SHIFT);
+        k += 16;
+    }
+#else
+    (void)t, (void)len, (void)nl_end;
+#endif
+    return k;
 }
 
 #endif
