@@ -747,11 +747,13 @@ def info(encoding: str, model: str | None, list_: bool, verify: bool, as_json: b
         "special_tokens": dict(sorted(enc._special_tokens.items(), key=lambda kv: kv[1])),
     }
     if m.kind == "sp-bpe":
-        d["algorithm"] = ("SentencePiece BPE: precompiled-charsmap normaliser, merges by piece "
-                          "score, byte fallback as the model says")
+        d["algorithm"] = ("SentencePiece BPE: SentencePiece's normaliser (the model's precompiled "
+                          "charsmap where it has one), merges by piece score, byte fallback as "
+                          "the model says")
     elif m.kind == "unigram":
-        d["algorithm"] = ("SentencePiece Unigram: precompiled-charsmap normaliser, Viterbi over "
-                          "piece scores, byte fallback as the model says")
+        d["algorithm"] = ("SentencePiece Unigram: SentencePiece's normaliser (the model's "
+                          "precompiled charsmap where it has one), Viterbi over piece scores, byte "
+                          "fallback as the model says")
     elif m.kind == "wordpiece":
         from edgetok.wordpiece import describe
 
