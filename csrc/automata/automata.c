@@ -5,14 +5,16 @@
  * a token boundary can reach, in step with the DFA, and keeps for that state the tokens whose
  * bytes the DFA can read (the mask) and the state each leads to: rows of (id, next row),
  * ascending ids. Stepping is a binary search in a row; a mask is a memset and one bit per
- * allowed id. Nothing is allocated after building; an automaton is read-only, so any number
- * of threads may use it.
+ * allowed id. Nothing is allocated after building; any number of threads may use an automaton
+ * (canonical ones remember look-ahead answers per entry with relaxed atomic stores of facts).
  *
  * Canonical automata (ET_AUT_CANONICAL) also carry the last two tokens in the state
  * ((row * (n_vocab + 1) + l2 + 1) * (n_vocab + 1) + l + 1, 0 for none) and allow a token t
  * after token l only where BPE could put them side by side: inside one piece as a valid pair
  * (the backtracking encoder's test), or across a cut the pretokenizer may make between them
- * (see probe()). Sound (a canonical encoding is never refused; tested), not exact.
+ * (see probe()), and only where some canonical text can go on after t (entry_live()). Sound
+ * (a canonical encoding is never refused; tested, and fuzzed by csrc/fuzz/fuzz_automata.c),
+ * not exact.
  */
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -284,13 +284,15 @@ int et_valid_pair(const et_model *m, uint32_t a, uint32_t b);
 /* ---- token-level automata (constrained decoding) ----------------------------------------- */
 
 typedef struct et_automaton et_automaton;
-#define ET_AUT_CANONICAL 1u /* allow only tokens that BPE could put after the last one */
+#define ET_AUT_CANONICAL 1u /* allow only tokens that BPE could put after the last one and
+                               after which canonical text can go on (three tokens' look-ahead) */
 
 /* Builds the token automaton of a byte DFA over model m's ordinary tokens (BPE models): n
  * states, trans[256 * q + byte] the next state or -1, accept[q]; state 0 is the start and
  * every other state must be able to reach acceptance. A token is allowed where the DFA reads
  * all its bytes. ET_AUT_CANONICAL needs backtracking tables and a C pretokenizer (else
- * ET_E_ARG). Allocates (ET_E_NOMEM); *out is read-only, freed with et_automaton_free. */
+ * ET_E_ARG). Allocates (ET_E_NOMEM); freed with et_automaton_free. Threads may share *out:
+ * canonical ones remember look-ahead answers with atomic stores, nothing else changes. */
 int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *accept,
                        uint32_t n, unsigned flags, et_automaton **out);
 void et_automaton_free(et_automaton *a);
