@@ -15,8 +15,10 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define ET_ALWAYS_INLINE __attribute__((always_inline))
+#define ET_NOINLINE __attribute__((noinline))
 #else
 #define ET_ALWAYS_INLINE
+#define ET_NOINLINE
 #endif
 
 #define ET_U_L  0x01u /* \p{L} */
