@@ -159,6 +159,8 @@ ET_ALWAYS_INLINE static inline size_t et_ascii_letters_end(const uint8_t *t, siz
     return i;
 }
 
+static inline int et_ascii_letter(uint8_t c) { return (uint8_t)((c | 0x20u) - 'a') < 26u; }
+
 /* The end of the ASCII whitespace run from k, 16 bytes at a time (ET_SIMD16; k itself where
  * fewer than 16 bytes are left or SIMD is not there): callers go on from there with their own
  * loop. The end of the run's last \r or \n goes in *nl_end (untouched where none). */
