@@ -436,19 +436,20 @@ ET_ALWAYS_INLINE static inline void piece_key(const uint8_t *p, size_t n, size_t
     }
 }
 
-/* The ids of one piece p[0..plen) (avail >= plen bytes readable at p): *ids points at them
+/* The ids of one piece p[0..plen) (avail >= plen bytes readable at p; gaps: the model's
+ * ET_FLAG_GAPS, a constant in the whole-text loops, which are for models without it): *ids points at them
  * (at *one for a whole-piece token, else into the workspace, valid until the next call).
  * Returns their count: 0 with *rc set on an error, 0 with *rc untouched when the piece held
  * only dropped bytes (ET_FLAG_GAPS). */
 ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, size_t plen,
-                                                size_t avail, uint32_t *one,
+                                                size_t avail, unsigned gaps, uint32_t *one,
                                                 const uint32_t **ids, int *rc)
 {
     const et_model *m = ws->m;
     struct piece_slot *set = NULL; /* the slot a short piece goes in */
     struct long_slot *lset = NULL; /* the set of two a longer piece, or more ids, goes in */
     uint64_t key[4];
-    if (plen <= LONG_KEY && !(m->flags & ET_FLAG_GAPS)) {
+    if (plen <= LONG_KEY && !gaps) {
         if (plen <= PIECE_KEY) {
             uint64_t k0, k1; /* the key in registers: faster than in key[] for the hits */
             if (avail >= 16) {
@@ -483,7 +484,7 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
                 return lset[w].info >> 8;
             }
     }
-    if (m->flags & ET_FLAG_GAPS) {
+    if (gaps) {
         if (!(p = drop_gap_bytes(ws, p, &plen, rc))) return 0;
         if (plen == 0) return 0; /* nothing left: no tokens, no error */
     }
@@ -544,9 +545,10 @@ static int grows(const et_model *m);
 static int settle(et_ws *ws, const uint8_t *t, size_t i, size_t len, uint32_t *out, size_t cap,
                   size_t *n, size_t *at);
 
-/* BPE's encode loop (et_bpe_run) for a model whose pretokenizer is `pretok` (m->pretok). */
-ET_ALWAYS_INLINE static inline int bpe_loop(et_ws *ws, unsigned pretok, const uint8_t *t,
-                                            size_t len, unsigned flags, uint32_t *out,
+/* BPE's encode loop (et_bpe_run) for a model whose pretokenizer is `pretok` (m->pretok) and
+ * whose ET_FLAG_GAPS is `gaps`. */
+ET_ALWAYS_INLINE static inline int bpe_loop(et_ws *ws, unsigned pretok, unsigned gaps,
+                                            const uint8_t *t, size_t len, unsigned flags, uint32_t *out,
                                             size_t *ends, size_t cap, size_t limit,
                                             size_t *n_out, size_t *consumed)
 {
@@ -576,7 +578,7 @@ ET_ALWAYS_INLINE static inline int bpe_loop(et_ws *ws, unsigned pretok, const ui
             }
         }
         const uint32_t *ids;
-        size_t k = piece_ids(ws, t + i, e - i, len - i, &one, &ids, &rc);
+        size_t k = piece_ids(ws, t + i, e - i, len - i, gaps, &one, &ids, &rc);
         if (!k && rc) break;
         if (k && out) {
             if (k > cap - n) {
@@ -614,30 +616,54 @@ ET_ALWAYS_INLINE static inline int bpe_loop(et_ws *ws, unsigned pretok, const ui
     return rc;
 }
 
-/* bpe_loop on whole text (ET_FINAL, no token ends, no limit). */
+/* bpe_loop on whole text (ET_FINAL, no token ends, no limit) for a model without gaps. */
 ET_ALWAYS_INLINE static inline int whole_loop(et_ws *ws, unsigned pretok, const uint8_t *t,
                                               size_t len, uint32_t *out, size_t cap,
                                               size_t *n_out, size_t *consumed)
 {
-    return bpe_loop(ws, pretok, t, len, ET_FINAL, out, NULL, cap, SIZE_MAX, n_out, consumed);
+    return bpe_loop(ws, pretok, 0, t, len, ET_FINAL, out, NULL, cap, SIZE_MAX, n_out, consumed);
 }
 
+/* The copies of whole_loop, each a function of its own (inlined into et_bpe_run together,
+ * they shared one register allocation and spilled ws, n and out in every copy); the count_
+ * ones with no out. */
+#define WHOLE_LOOP(name, pretok, ids)                                                          \
+    ET_NOINLINE static int name(et_ws *ws, const uint8_t *t, size_t len, uint32_t *out,        \
+                                size_t cap, size_t *n_out, size_t *consumed)                   \
+    {                                                                                          \
+        (void)out;                                                                             \
+        return whole_loop(ws, pretok, t, len, ids, cap, n_out, consumed);                      \
+    }
+WHOLE_LOOP(whole_cl100k, ET_PRETOK_CL100K, out)
+WHOLE_LOOP(whole_o200k, ET_PRETOK_O200K, out)
+WHOLE_LOOP(whole_gpt2, ET_PRETOK_GPT2, out)
+WHOLE_LOOP(whole_llama3, ET_PRETOK_LLAMA3, out)
+WHOLE_LOOP(count_cl100k, ET_PRETOK_CL100K, NULL)
+WHOLE_LOOP(count_o200k, ET_PRETOK_O200K, NULL)
+
 /* BPE's encode loop, behind the public functions (csrc/encode). Encoding or counting whole
- * text with a built-in pretokenizer has a copy of the loop each: the pretokenizer inlined with
- * no dispatch per piece, and the tests for streaming, limits and ends folded away. */
+ * text with a built-in pretokenizer and a model that drops no bytes (ET_FLAG_GAPS) has a copy
+ * of the loop each (a function each: see WHOLE_LOOP): the pretokenizer inlined with no
+ * dispatch per piece, and the tests for streaming, limits, ends and gaps folded away; counting
+ * (no out) with the cl100k and o200k pretokenizers has its own copy, with no stores of ids. */
 int et_bpe_run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t *out,
                size_t *ends, size_t cap, size_t limit, size_t *n_out, size_t *consumed)
 {
     const unsigned pretok = ws->m->pretok;
-    if ((flags & ET_FINAL) && !ends && limit == SIZE_MAX) {
-        switch (pretok) { /* a constant in each call: its own copy */
-        case ET_PRETOK_CL100K: return whole_loop(ws, ET_PRETOK_CL100K, t, len, out, cap, n_out, consumed);
-        case ET_PRETOK_O200K: return whole_loop(ws, ET_PRETOK_O200K, t, len, out, cap, n_out, consumed);
-        case ET_PRETOK_GPT2: return whole_loop(ws, ET_PRETOK_GPT2, t, len, out, cap, n_out, consumed);
-        case ET_PRETOK_LLAMA3: return whole_loop(ws, ET_PRETOK_LLAMA3, t, len, out, cap, n_out, consumed);
+    if ((flags & ET_FINAL) && !ends && limit == SIZE_MAX && !(ws->m->flags & ET_FLAG_GAPS)) {
+        if (!out) switch (pretok) { /* counting */
+        case ET_PRETOK_CL100K: return count_cl100k(ws, t, len, NULL, 0, n_out, consumed);
+        case ET_PRETOK_O200K: return count_o200k(ws, t, len, NULL, 0, n_out, consumed);
+        }
+        switch (pretok) {
+        case ET_PRETOK_CL100K: return whole_cl100k(ws, t, len, out, cap, n_out, consumed);
+        case ET_PRETOK_O200K: return whole_o200k(ws, t, len, out, cap, n_out, consumed);
+        case ET_PRETOK_GPT2: return whole_gpt2(ws, t, len, out, cap, n_out, consumed);
+        case ET_PRETOK_LLAMA3: return whole_llama3(ws, t, len, out, cap, n_out, consumed);
         }
     }
-    return bpe_loop(ws, pretok, t, len, flags, out, ends, cap, limit, n_out, consumed);
+    return bpe_loop(ws, pretok, ws->m->flags & ET_FLAG_GAPS, t, len, flags, out, ends, cap, limit,
+                    n_out, consumed);
 }
 
 int et_prefix_counts(et_ws *ws, const char *text, size_t len, uint32_t *cum)
@@ -653,7 +679,7 @@ int et_prefix_counts(et_ws *ws, const char *text, size_t len, uint32_t *cum)
         size_t e = next_piece(m, t, len, i);
         const uint32_t *ids;
         cum[i] = (uint32_t)n;
-        size_t k = piece_ids(ws, t + i, e - i, len - i, &one, &ids, &rc);
+        size_t k = piece_ids(ws, t + i, e - i, len - i, m->flags & ET_FLAG_GAPS, &one, &ids, &rc);
         if (!k && rc) return rc;
         n += k;
         if (n >= ET_NONE) return ET_E_ARG;
@@ -689,7 +715,7 @@ int et_count_range(et_ws *ws, const char *text, size_t len, const uint32_t *cum,
     while (s < q && cum[s] == ET_NONE) { /* text[i..j)'s own pieces until they meet text's */
         size_t e = next_piece(m, t, j, s);
         const uint32_t *ids;
-        size_t k = piece_ids(ws, t + s, e - s, len - s, &one, &ids, &rc);
+        size_t k = piece_ids(ws, t + s, e - s, len - s, m->flags & ET_FLAG_GAPS, &one, &ids, &rc);
         if (!k && rc) return rc;
         n += k;
         s = e;

@@ -154,10 +154,13 @@ static inline size_t et_cl_contraction(const uint8_t *t, size_t len, size_t j)
     return 0;
 }
 
-/* End of the piece that starts at i (i < len). */
+/* End of the piece that starts at i (i < len). A space before an ASCII letter (" word", the
+ * commonest start) goes straight to its branch, B_PREFIXED, with no categories and no table. */
 ET_ALWAYS_INLINE static inline size_t et_cl100k_next(const uint8_t *t, size_t len, size_t i,
                                                      unsigned maxdig, int eot)
 {
+    if (t[i] == ' ' && i + 1 < len && et_ascii_letter(t[i + 1]))
+        return et_cl_run(t, len, i + 2, M_LETTER);
     size_t n0, n1 = 0;
     unsigned c0 = et_cl_cat(t, len, i, &n0);
     size_t j = i + n0;
@@ -260,8 +263,6 @@ static inline int et_cl100k_stream_cut(const uint8_t *t, size_t len, size_t prev
     return p == C_SP || p == C_NL || p == C_WS;
 }
 
-static inline int et_cl_ascii_letter(uint8_t c) { return (uint8_t)((c | 0x20u) - 'a') < 26u; }
-
 /* The first position b >= from (0 < b < len) where a piece boundary is certain whatever text
  * comes before: after CR or LF followed by a non-space ASCII character (every piece that
  * holds a line break ends with it when non-space follows), or at a space between two ASCII
@@ -278,7 +279,7 @@ static inline size_t et_cl100k_forced_cut(const uint8_t *t, size_t len, size_t f
         if ((p == '\n' || p == '\r') && c < 0x80u && et_cl_ascii[c] != C_SP &&
             et_cl_ascii[c] != C_NL && et_cl_ascii[c] != C_WS && (c != '/' || !slash_after_newline))
             return b;
-        if (c == ' ' && et_cl_ascii_letter(p) && et_cl_ascii_letter(t[b + 1])) return b;
+        if (c == ' ' && et_ascii_letter(p) && et_ascii_letter(t[b + 1])) return b;
     }
     return len;
 }

@@ -135,6 +135,8 @@ static inline size_t et_g2_contraction(const uint8_t *t, size_t len, size_t i)
 ET_ALWAYS_INLINE static inline size_t et_gpt2_next(const uint8_t *t, size_t len, size_t i,
                                                    int nd)
 {
+    if (t[i] == ' ' && i + 1 < len && et_ascii_letter(t[i + 1])) /* " word": G2B_SPACE_WORD */
+        return et_g2_run(t, len, i + 2, G2M_(G2_L));
     size_t n0, n1 = 0;
     unsigned c0 = et_g2_cat(t, len, i, &n0);
     size_t j = i + n0;

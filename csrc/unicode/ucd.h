@@ -15,8 +15,10 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define ET_ALWAYS_INLINE __attribute__((always_inline))
+#define ET_NOINLINE __attribute__((noinline))
 #else
 #define ET_ALWAYS_INLINE
+#define ET_NOINLINE
 #endif
 
 #define ET_U_L  0x01u /* \p{L} */
@@ -156,6 +158,8 @@ ET_ALWAYS_INLINE static inline size_t et_ascii_letters_end(const uint8_t *t, siz
     while (i < len && (uint8_t)((lower ? t[i] : (t[i] | 0x20u)) - 'a') < 26u) i++;
     return i;
 }
+
+static inline int et_ascii_letter(uint8_t c) { return (uint8_t)((c | 0x20u) - 'a') < 26u; }
 
 /* The end of the ASCII whitespace run from k, 16 bytes at a time (ET_SIMD16; k itself where
  * fewer than 16 bytes are left or SIMD is not there): callers go on from there with their own
