@@ -185,12 +185,21 @@ def check_stream(enc, ref, text: str, sizes: list[int]) -> None:  # type: ignore
         ref.encode(text, add_special_tokens=False).ids
 
 
-def test_stream_post_processor_real_text(post_pair, corpora):  # type: ignore[no-untyped-def]
+def stream_real_text(post_pair, corpora, n: int) -> None:  # type: ignore[no-untyped-def]
     enc, ref, _ = post_pair
     for text in [*corpora.values(), ""]:
         check_stream(enc, ref, text[:300], [1])
         for sizes in ([7, 300], [4096], [1 << 20]):
-            check_stream(enc, ref, text[:20000], sizes)
+            check_stream(enc, ref, text[:n], sizes)
+
+
+def test_stream_post_processor_real_text(post_pair, corpora):  # type: ignore[no-untyped-def]
+    stream_real_text(post_pair, corpora, 5000)
+
+
+@pytest.mark.slow
+def test_stream_post_processor_real_text_long(post_pair, corpora):  # type: ignore[no-untyped-def]
+    stream_real_text(post_pair, corpora, 20000)
 
 
 @given(texts, st.lists(st.integers(1, 40), min_size=1, max_size=4))
