@@ -424,7 +424,7 @@ static const uint8_t *pair_head(const et_model *m, uint32_t t, size_t *nt)
 struct memo { uint64_t key[AUT_MEMO][2]; uint8_t ans[AUT_MEMO]; };
 
 /* Whether t may follow l (and l2 before it) in a canonical encoding (see the top): inside one
- * piece as a valid pair, or across a cut. mm (may be NULL) remembers probes; valid is
+ * piece as a valid pair, or across a cut. mm remembers probes; valid is
  * et_valid_pair(l, t), or -1 when not known. */
 static int pair_ok(const et_automaton *a, struct memo *mm, uint32_t l2, uint32_t l, uint32_t t,
                    int valid)
@@ -436,7 +436,6 @@ static int pair_ok(const et_automaton *a, struct memo *mm, uint32_t l2, uint32_t
     if (!nt) return 1;
     if (valid < 0) valid = et_valid_pair(a->m, l, t);
     const int want = valid ? AUT_CUT | AUT_INSIDE : AUT_CUT;
-    if (!mm) return probe(a->m, l2, l, q, nt, 1, want);
     /* probe's text: a probe (may end in an apostrophe) unless l2 is ET_NONE, l2, l, t's head */
     const int l_first = l2 == AUT_ANY || (l2 != ET_NONE && (a->head[l2] & AUT_ENDS_APOS));
     const uint32_t s2 = l2 == ET_NONE ? 0xFFFFFFFFu : l2 == AUT_ANY ? 0xFFFFFFFEu
