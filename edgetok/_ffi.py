@@ -633,6 +633,21 @@ def _is_id(i: object) -> bool:
     return type(i) is int and 0 <= i <= MAX_ID  # type: ignore[operator]
 
 
+def _check_ids(pairs: Sequence[tuple[Any, Any]], source: str) -> None:
+    """(token, id) pairs: each id an integer in 0 .. MAX_ID, and no more than
+    ET_MAX_UNUSED_IDS ids below the largest without a token (a model has tables per id)."""
+    for t, i in pairs:
+        if not _is_id(i):
+            raise ModelError(f"{source}: token {t!r} has id {i!r}; ids must be integers in "
+                             f"0 .. 2^31 - 2")
+    top = max((i for _, i in pairs), default=-1)
+    if top + 1 - len(pairs) > lib.ET_MAX_UNUSED_IDS:
+        t = next(t for t, i in pairs if i == top)
+        raise ModelError(f"{source}: token {t!r} has id {top}, but there are only {len(pairs)} "
+                         f"tokens: ids may leave at most {lib.ET_MAX_UNUSED_IDS} unused (a model "
+                         f"has tables per id)")
+
+
 def _byte_list(bs: "Iterable[int]") -> str:
     """Bytes as hex ranges: 0x00-0x60, 0x63, ..."""
     runs: list[list[int]] = []
@@ -654,9 +669,7 @@ def _check_bpe_vocab(tokens: list[tuple[bytes, int]], specials: list[tuple[bytes
     for t, i in (*tokens, *specials):
         if type(t) is not bytes or not t:
             raise ModelError(f"{source}: token {t!r} (id {i!r}) is empty or not bytes")
-        if not _is_id(i):
-            raise ModelError(f"{source}: token {t!r} has id {i!r}; ids must be integers in "
-                             f"0 .. 2^31 - 2")
+    _check_ids([*tokens, *specials], source)
     if (twice := _twice(tokens)) is not None:
         t, i, j = twice
         raise ModelError(f"{source}: token {t!r} appears twice (ids {i} and {j})")
@@ -826,6 +839,7 @@ def compile_wordpiece(tokens: list[tuple[bytes, int]], specials: list[tuple[byte
     """An .etok image of a WordPiece model (see et_compile_wordpiece): tokens as (bytes, id),
     specials likewise, the continuation prefix, [UNK] / [CLS] / [SEP] ids, max characters per
     word and BertNormalizer's flags. A vocabulary the C core would refuse is a ModelError."""
+    _check_ids([*tokens, *specials], source)
     off = [0]
     for t, _ in tokens:
         off.append(off[-1] + len(t))

@@ -55,6 +55,55 @@ def test_missing_single_byte_tokens_say_which():  # type: ignore[no-untyped-def]
         edgetok.load(DATA / "malformed-sources" / "tiktoken_no_bytes.txt")
 
 
+SPARSE = ["tiktoken_sparse_id.tiktoken", "hf_bpe_vocab_sparse.json", "hf_added_sparse.json",
+          "hf_wordpiece_sparse.json"]
+
+
+@pytest.fixture
+def bounded_memory():  # type: ignore[no-untyped-def]
+    """The address space capped 4 GiB above what the process maps now, for the test: a
+    vocabulary that asks for tens of gigabytes fails here instead of taking the machine."""
+    resource = pytest.importorskip("resource")
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as f:
+        mapped = int(f.read().split()[0]) * resource.getpagesize()
+    cap = mapped + (4 << 30)
+    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY
+                                            else min(cap, hard), hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+@pytest.mark.parametrize("name", SPARSE)
+def test_sparse_ids_are_refused(name, bounded_memory):  # type: ignore[no-untyped-def]
+    # one token with id 1,212,121,212 made a 24 GB model image (the slow fuzz test was killed
+    # for memory in CI): ids may leave at most ET_MAX_UNUSED_IDS unused
+    with pytest.raises(ModelError, match=r"ids may leave at most 1048576 unused"):
+        edgetok.load(DATA / "malformed-sources" / name)
+
+
+def test_sparse_ids_are_refused_in_c(bounded_memory):  # type: ignore[no-untyped-def]
+    from edgetok._native import ffi, lib
+
+    for top in (255 + lib.ET_MAX_UNUSED_IDS + 2, 0x7FFFFFFE):  # first refused, the largest
+        ids = [*range(256), top]
+        off = [*range(257), 258]
+        blob = bytes(range(256)) + b"zz"
+        out, out_len = ffi.new("uint8_t **"), ffi.new("size_t *")
+        rc = lib.et_compile_bpe(blob, ffi.new("uint32_t[]", off), ffi.new("uint32_t[]", ids), 257,
+                                b"", ffi.new("uint32_t[]", [0]), ffi.new("uint32_t[]", [0]),
+                                ffi.NULL, 0, lib.ET_PRETOK_CL100K, 3, 0, b"", out, out_len)
+        assert rc == lib.ET_E_VOCAB
+    ids[-1] = 255 + lib.ET_MAX_UNUSED_IDS + 1  # the most unused ids allowed: compiles
+    rc = lib.et_compile_bpe(blob, ffi.new("uint32_t[]", off), ffi.new("uint32_t[]", ids), 257,
+                            b"", ffi.new("uint32_t[]", [0]), ffi.new("uint32_t[]", [0]),
+                            ffi.NULL, 0, lib.ET_PRETOK_CL100K, 3, 0, b"", out, out_len)
+    assert rc == lib.ET_OK
+    lib.et_free(out[0])
+
+
 def test_cli_prints_one_line(tmp_path):  # type: ignore[no-untyped-def]
     for name in ("gguf_nested_arrays_5000.gguf", "spm_type_as_bytes.model",
                  "BadGzipFile_compiler.py_63_fb590de8f5"):

@@ -318,7 +318,8 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
 /* Builds an .etok BPE model where rank == id (tiktoken files; imported merges are checked to
  * follow id order). Token i has bytes
  * bytes[off[i]..off[i+1]) and id ids[i]; specials likewise (sbytes, soff, sids, ns).
- * Bytes that are no token are dropped when encoding; ids must be unique and < 2^31 - 1. pattern is stored for
+ * Bytes that are no token are dropped when encoding; ids must be unique and < 2^31 - 1, with at
+ * most ET_MAX_UNUSED_IDS ids below the largest left without a token. pattern is stored for
  * information; flags: ET_COMPILE_NFC (text is NFC-normalised first). sadded (may be NULL):
  * non-zero for a special that is an added token matched in ordinary text (Hugging Face's
  * non-special added tokens; the caller does the matching). On success *out is a malloc'd image of *out_len bytes (free with et_free).
@@ -328,6 +329,9 @@ int et_compile_bpe(const char *bytes, const uint32_t *off, const uint32_t *ids, 
                    const uint8_t *sadded, uint32_t ns, uint32_t pretok, uint32_t pretok_param,
                    uint32_t flags, const char *pattern, uint8_t **out, size_t *out_len);
 #define ET_COMPILE_NFC 1u
+#define ET_MAX_UNUSED_IDS (1u << 20) /* an .etok model has tables per id: a vocabulary whose ids
+                                      * leave more unused is refused (ET_E_VOCAB), not compiled
+                                      * into gigabytes */
 
 /* Compiles a SentencePiece Unigram model: n pieces (bytes[off[i]..off[i+1]), id i), their
  * scores and types (1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte), the

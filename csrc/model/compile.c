@@ -179,6 +179,8 @@ int et_compile_image(const uint8_t *bytes, const uint32_t *off, const uint32_t *
         if (l > max_len) max_len = l;
         if (sids[i] + 1 > n_vocab) n_vocab = sids[i] + 1;
     }
+    if ((uint64_t)n_vocab > (uint64_t)n + ns + ET_MAX_UNUSED_IDS)
+        return ET_E_VOCAB; /* tables per id: a crafted id 2^31 - 2 would ask for 40 GiB */
     uint32_t gaps = 0; /* BPE: bytes with no token of their own are dropped when encoding */
     for (int b = 0; bpe && b < 256; b++)
         if (byteids[b] == ET_NONE) gaps = ET_FLAG_GAPS;
