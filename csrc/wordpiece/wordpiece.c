@@ -6,8 +6,9 @@
  *    invalid UTF-8 byte reads as U+FFFD) and makes whitespace a space; handle_chinese_chars
  *    puts spaces around CJK ideographs; strip_accents (NFD, nonspacing marks dropped) and
  *    lowercase map a character to a short string. NFD sorts each run of combining marks by
- *    combining class; of the marks strip_accents keeps, the few with a nonzero class wait in a
- *    small buffer until the run ends, and come out sorted (the others it drops).
+ *    combining class; of the marks strip_accents keeps, the few with a nonzero class wait
+ *    until the run ends, and come out sorted (the others it drops), read again from the text
+ *    (see flush: tokenizers gives the characters of a sorted run places by position).
  * 2. BertPreTokenizer on the characters that come out: whitespace ends a word, punctuation is
  *    a word of its own.
  * 3. MaxMatch (greedy longest match first, "##" continuations) as LinMaxMatch (Song et al.
@@ -36,7 +37,6 @@
 #define C_HANGUL 32u
 #define C_REORDER 64u
 #define C_MARK 128u
-#define PENDING 32 /* marks of one run held for sorting; a longer run is sorted in parts */
 #define KEY 16u    /* words of up to KEY bytes are cached */
 #define IDS 3u     /* with up to IDS ids */
 #define NO_IDS 0x80000000u /* in a slot's info: only the count is known (filled by counting) */
@@ -84,9 +84,10 @@ typedef struct {
     uint32_t u;           /* trie cell */
     size_t chars, bytes, pops; /* of the word so far */
     int in_word, unk, rc;
-    unsigned n_pend;           /* strip_accents: kept marks of the current run, unsorted */
-    uint32_t pend[PENDING];    /* code point << 8 | combining class */
-    uint32_t pend_src[PENDING][2]; /* their characters' places in the text (offsets) */
+    const uint8_t *text;       /* the text (a run of marks is read again from it) */
+    size_t len;
+    int run, run_kept;         /* strip_accents: a run of marks is open; it has a kept one */
+    size_t run_start;          /* the offset of the character the run's first mark came from */
     size_t *spans;             /* et_encode_spans: each token's text range; NULL: none */
     size_t *ends;              /* each token's end offset, ET_PIECE_END on a word's last; or NULL */
     size_t limit;              /* stop after the word that takes the count past it */
@@ -325,36 +326,7 @@ static size_t utf8_put4(uint8_t *q, uint32_t cp)
     return 4;
 }
 
-/* The run of kept marks ends: out in the order of their combining classes (stable). */
-static void flush(wp *s)
-{
-    unsigned n = s->n_pend;
-    for (unsigned i = 1; i < n; i++) { /* insertion sort: a run holds a few */
-        uint32_t x = s->pend[i], xa = s->pend_src[i][0], xb = s->pend_src[i][1];
-        unsigned j = i;
-        for (; j > 0 && (s->pend[j - 1] & 0xFFu) > (x & 0xFFu); j--) {
-            s->pend[j] = s->pend[j - 1];
-            s->pend_src[j][0] = s->pend_src[j - 1][0];
-            s->pend_src[j][1] = s->pend_src[j - 1][1];
-        }
-        s->pend[j] = x;
-        s->pend_src[j][0] = xa;
-        s->pend_src[j][1] = xb;
-    }
-    s->n_pend = 0;
-    const size_t a = s->src_a, b = s->src_b;
-    for (unsigned i = 0; i < n; i++) {
-        uint8_t q[4];
-        uint32_t cp = s->pend[i] >> 8;
-        s->src_a = s->pend_src[i][0];
-        s->src_b = s->pend_src[i][1];
-        put_char(s, q, utf8_put4(q, cp), rec_of(cp)->cls);
-    }
-    s->src_a = a;
-    s->src_b = b;
-}
-
-/* The combining class of a C_REORDER character (from et_bert_ccc). */
+/* The combining class of a C_REORDER or C_MARK character (from et_bert_ccc). */
 static uint32_t ccc_of(uint32_t cp)
 {
     size_t lo = 0, hi = sizeof et_bert_ccc / sizeof et_bert_ccc[0];
@@ -367,18 +339,123 @@ static uint32_t ccc_of(uint32_t cp)
                ? et_bert_ccc[lo] & 0xFFu : 0u;
 }
 
+/* The marks of a run, read again from the text between its first character and its end, in
+ * text order (characters clean_text drops skipped, the starter of the first one's NFD too). */
+typedef struct {
+    const wp *s;
+    size_t at, end;        /* the next character's offset; the run's end */
+    const uint8_t *d;      /* the current character's NFD (or the character itself) */
+    size_t dlen, di;
+    size_t a, b;           /* the current character's place */
+    uint32_t cp, ccc;      /* the mark */
+    int first, kept;       /* it is the first character of its character's NFD; it is kept */
+} marks;
+
+static int next_mark(marks *it)
+{
+    for (;;) {
+        while (it->di < it->dlen) {
+            size_t k;
+            const uint32_t c = et_utf8_decode(it->d, it->dlen, it->di, &k);
+            it->first = it->di == 0;
+            it->di += k;
+            const unsigned cls = c < 0x110000u ? rec_of(c)->cls : 0u;
+            if (!(cls & (C_REORDER | C_MARK))) continue;
+            it->cp = c;
+            it->ccc = ccc_of(c);
+            it->kept = (cls & C_REORDER) != 0;
+            return 1;
+        }
+        if (it->at >= it->end) return 0;
+        size_t k;
+        const uint32_t c = et_utf8_decode(it->s->text, it->s->len, it->at, &k);
+        if (c >= 0x110000u) return 0; /* (an invalid byte is U+FFFD: a starter, never here) */
+        const et_bert_rec *r = rec_of(c);
+        it->a = it->at;
+        it->b = it->at + k;
+        it->at += k;
+        if ((it->s->m->wp.flags & ET_WP_CLEAN) && (r->cls & C_CTRL)) continue;
+        it->d = r->len[3] != 0xFFu ? et_bert_pool + r->off[3] : it->s->text + it->a;
+        it->dlen = r->len[3] != 0xFFu ? r->len[3] : k;
+        it->di = 0;
+    }
+}
+
+/* The run of marks ends at end: the kept ones out in the order of their combining classes
+ * (stable), each at the place tokenizers gives its position in the sorted run. There the
+ * first character of each character's NFD takes the place of the next character of the run,
+ * in text order, and the others the place taken last (before the run: its first character's).
+ * A pass over the run counts the first characters per class; then a pass per class of kept
+ * marks lets them out, a second cursor finding the place: linear time, no memory per mark. */
+static void flush(wp *s, size_t end)
+{
+    const int any = s->run_kept;
+    s->run = s->run_kept = 0;
+    if (!any) return;
+    uint32_t n_first[256] = {0};
+    uint8_t classes[32] = {0};
+    const marks start = {s, s->run_start, end, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
+    marks it = start;
+    while (next_mark(&it)) {
+        n_first[it.ccc] += (uint32_t)it.first;
+        if (it.kept) classes[it.ccc >> 3] |= (uint8_t)(1u << (it.ccc & 7u));
+    }
+    size_t k0;
+    (void)et_utf8_decode(s->text, s->len, s->run_start, &k0);
+    const size_t a = s->src_a, b = s->src_b;
+    uint32_t below = 0; /* first characters of lower classes */
+    for (uint32_t x = 0; x < 256u; x++) {
+        if (classes[x >> 3] >> (x & 7u) & 1u) {
+            marks m = start, q = start; /* q: the first characters in text order */
+            uint32_t seen = 0, taken = 0;
+            size_t qa = s->run_start, qb = s->run_start + k0;
+            while (next_mark(&m) && s->rc == ET_OK) {
+                if (m.ccc != x) continue;
+                seen += (uint32_t)m.first;
+                if (!m.kept) continue;
+                while (taken < below + seen && next_mark(&q)) {
+                    if (!q.first) continue;
+                    taken++;
+                    qa = q.a;
+                    qb = q.b;
+                }
+                uint8_t u[4];
+                s->src_a = qa;
+                s->src_b = qb;
+                put_char(s, u, utf8_put4(u, m.cp), rec_of(m.cp)->cls);
+            }
+        }
+        below += n_first[x];
+    }
+    s->src_a = a;
+    s->src_b = b;
+}
+
+/* Anything but a mark, at offset end: the run ends. */
+static inline void end_run(wp *s, size_t end)
+{
+    if (s->run) flush(s, end);
+}
+
+/* A mark of the run, kept or dropped (cls), from the character being normalised. */
+static inline void hold(wp *s, unsigned cls)
+{
+    if (!s->run) {
+        s->run = 1;
+        s->run_start = s->src_a;
+    }
+    s->run_kept |= (cls & C_REORDER) != 0;
+}
+
 /* A character out of NFD (strip_accents): a kept mark waits for the end of its run; anything
  * else ends the run first. */
-static inline void put_nfd(wp *s, const uint8_t *p, size_t k, uint32_t cp, unsigned cls)
+static inline void put_nfd(wp *s, const uint8_t *p, size_t k, unsigned cls)
 {
     if (cls & C_REORDER) {
-        if (s->n_pend == PENDING) flush(s);
-        s->pend_src[s->n_pend][0] = (uint32_t)s->src_a;
-        s->pend_src[s->n_pend][1] = (uint32_t)s->src_b;
-        s->pend[s->n_pend++] = cp << 8 | ccc_of(cp);
+        hold(s, cls);
         return;
     }
-    if (s->n_pend) flush(s);
+    end_run(s, s->src_a);
     put_char(s, p, k, cls);
 }
 
@@ -389,8 +466,32 @@ static void put_string(wp *s, const uint8_t *p, size_t len, int nfd)
         size_t k;
         uint32_t cp = et_utf8_decode(p, len, i, &k);
         unsigned cls = cp < 0x110000u ? rec_of(cp)->cls : 0u;
-        if (nfd) put_nfd(s, p + i, k, cp, cls);
+        if (nfd) put_nfd(s, p + i, k, cls);
         else put_char(s, p + i, k, cls);
+        i += k;
+    }
+}
+
+/* A character's whole NFD d[0..len) (it has a mark of a nonzero class): marks join the run,
+ * dropped or kept; other characters end it and come out (lowercased with lower). */
+static void put_whole_nfd(wp *s, const uint8_t *d, size_t len, int lower)
+{
+    for (size_t i = 0; i < len && s->rc == ET_OK;) {
+        size_t k;
+        const uint32_t cp = et_utf8_decode(d, len, i, &k);
+        const et_bert_rec *r = rec_of(cp & 0x1FFFFFu);
+        if (r->cls & (C_REORDER | C_MARK)) {
+            hold(s, r->cls);
+        } else {
+            end_run(s, s->src_a);
+            if (r->len[1] != 0u) { /* kept (strip_accents drops what maps to nothing) */
+                if (lower && r->len[0] != 0xFFu) {
+                    put_string(s, et_bert_pool + r->off[0], r->len[0], 0);
+                } else {
+                    put_char(s, d + i, k, r->cls);
+                }
+            }
+        }
         i += k;
     }
 }
@@ -403,6 +504,8 @@ static int wordpiece(et_ws *ws, const et_model *m, const uint8_t *t, size_t len,
     wp s;
     memset(&s, 0, sizeof s);
     s.m = m;
+    s.text = t;
+    s.len = len;
     s.out = out;
     s.cap = cap;
     s.spans = spans;
@@ -427,9 +530,13 @@ static int wordpiece(et_ws *ws, const et_model *m, const uint8_t *t, size_t len,
     while (i < len && s.rc == ET_OK && !s.stop) {
         size_t k;
         if (t[i] < 0x80u) { /* a run of ASCII: a character a byte, classes from a table */
-            if (s.n_pend) flush(&s); /* (ASCII characters are starters) */
             /* the classes that end a word (what clean_text drops does not) */
             const unsigned ends = C_SPACE | C_PUNCT | (clean ? C_WS : 0u), drop = clean ? C_CTRL : 0u;
+            if (s.run) { /* ASCII characters are starters (but what clean_text drops is gone) */
+                size_t j = i;
+                while (j < len && t[j] < 0x80u && (et_bert_ascii[t[j]] & drop)) j++;
+                if (j < len && t[j] < 0x80u) end_run(&s, j);
+            }
             do {
                 uint8_t c = t[i];
                 unsigned cls = et_bert_ascii[c];
@@ -489,14 +596,18 @@ static int wordpiece(et_ws *ws, const et_model *m, const uint8_t *t, size_t len,
         const et_bert_rec *r = rec_of(cp);
         if (clean && (r->cls & C_CTRL)) continue;
         const int nfd = map >= 1;
-        if (nfd && s.n_pend && !(r->cls & (C_REORDER | C_MARK))) flush(&s); /* a starter */
+        if (nfd && !(r->cls & (C_REORDER | C_MARK))) end_run(&s, s.src_a); /* a starter */
         if (clean && (r->cls & C_WS)) {
             put_char(&s, &space, 1, C_SPACE);
             continue;
         }
         const int pad = cjk && (r->cls & C_CJK);
         if (pad) end_word(&s);
-        if (map >= 0 && r->len[map] != 0xFFu) {
+        if (nfd && r->len[3] != 0xFFu) { /* the marks of its NFD join the run */
+            put_whole_nfd(&s, et_bert_pool + r->off[3], r->len[3], map == 2);
+        } else if (nfd && (r->cls & C_MARK)) { /* a mark strip_accents drops */
+            hold(&s, r->cls);
+        } else if (map >= 0 && r->len[map] != 0xFFu) {
             put_string(&s, et_bert_pool + r->off[map], r->len[map], nfd);
         } else if (nfd && (r->cls & C_HANGUL)) { /* NFD: leading, vowel, trailing jamo */
             uint8_t q[9];
@@ -506,13 +617,13 @@ static int wordpiece(et_ws *ws, const et_model *m, const uint8_t *t, size_t len,
             if (tr) w += utf8_put(q + w, 0x11A7u + tr);
             put_string(&s, q, w, 0);
         } else if (nfd) {
-            put_nfd(&s, p, k, cp, r->cls);
+            put_nfd(&s, p, k, r->cls);
         } else {
             put_char(&s, p, k, r->cls);
         }
         if (pad) end_word(&s);
     }
-    if (s.rc == ET_OK && s.n_pend) flush(&s);
+    if (s.rc == ET_OK) end_run(&s, len);
     if (s.rc == ET_OK) end_word(&s);
     if (s.rc == ET_E_WORKSPACE && ws) { /* room for the longest word there can be */
         size_t chars = m->wp.max_chars < len ? m->wp.max_chars : len;
