@@ -16,10 +16,20 @@ from strategies import texts
 import edgetok.parallel as parallel
 
 
-@given(st.lists(st.one_of(texts, st.sampled_from(["\n", "\r\n", "a b", "x\ny", "  \n", "\n\n z"])),
-                max_size=30).map("".join))
-@settings(max_examples=1500, deadline=None)
+SHARD_TEXTS = st.lists(st.one_of(texts, st.sampled_from(["\n", "\r\n", "a b", "x\ny", "  \n",
+                                                         "\n\n z"])), max_size=30).map("".join)
+
+
+@given(SHARD_TEXTS)
+@settings(max_examples=400, deadline=None)
 def test_every_shard_cut_is_exact(enc, ref, text):  # type: ignore[no-untyped-def]
+    reference.check_shard_cuts(enc, ref, text)
+
+
+@pytest.mark.slow
+@given(SHARD_TEXTS)
+@settings(max_examples=4000, deadline=None)
+def test_every_shard_cut_is_exact_long(enc, ref, text):  # type: ignore[no-untyped-def]
     reference.check_shard_cuts(enc, ref, text)
 
 

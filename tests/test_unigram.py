@@ -192,8 +192,19 @@ def decode_cases(sp) -> st.SearchStrategy[list[int]]:  # type: ignore[no-untyped
 
 
 @given(data=st.data())
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=40, deadline=None)
 def test_decode_any_ids(trained, sdist_models, data):  # type: ignore[no-untyped-def]
+    decode_any_ids(trained, sdist_models, data)
+
+
+@pytest.mark.slow
+@given(data=st.data())
+@settings(max_examples=400, deadline=None)
+def test_decode_any_ids_long(trained, sdist_models, data):  # type: ignore[no-untyped-def]
+    decode_any_ids(trained, sdist_models, data)
+
+
+def decode_any_ids(trained, sdist_models, data) -> None:  # type: ignore[no-untyped-def]
     # decode must equal sentencepiece's DecodeIds for any id sequence, not only encoder output,
     # and decoding it in parts (the CLI's streaming decode) the same
     from edgetok.stream import Decoder
