@@ -461,7 +461,7 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
                 k1 = key[1];
             }
             uint64_t h = (k0 * 0x9E3779B97F4A7C15ull) ^ (k1 + plen) * 0xC2B2AE3D27D4EB4Full;
-            set = &ws->pieces[(h >> 40) & (PIECE_CACHE - 1)];
+            set = &ws->pieces[(h >> 40) & ws->piece_mask];
             if (set->key[0] == k0 && set->key[1] == k1 && (set->info & 0xFFu) == plen) {
                 *ids = set->ids;
                 return set->info >> 8;
@@ -475,7 +475,7 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
         /* pieces of more than PIECE_IDS ids, and longer pieces: the second table */
         uint64_t h = ((key[0] * 0x9E3779B97F4A7C15ull) ^ (key[1] + plen) * 0xC2B2AE3D27D4EB4Full) +
                      ((key[2] * 0x165667B19E3779F9ull) ^ key[3] * 0x27D4EB2F165667C5ull);
-        lset = &ws->longs[(h >> 40) & (LONG_CACHE - 2)];
+        lset = &ws->longs[(h >> 40) & ws->long_mask];
         for (int w = 0; w < 2; w++)
             if (lset[w].key[0] == key[0] && lset[w].key[1] == key[1] &&
                 lset[w].key[2] == key[2] && lset[w].key[3] == key[3] &&
@@ -493,11 +493,13 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
         *one = et_value(m, node);
         *ids = one;
         if (set) {
+            ws->evictions += set->info != 0;
             set->key[0] = key[0];
             set->key[1] = key[1];
             set->ids[0] = *one;
             set->info = (uint32_t)plen | 1u << 8;
         } else if (lset) {
+            ws->evictions += lset[1].info != 0;
             lset[1] = lset[0];
             memcpy(lset[0].key, key, sizeof key);
             lset[0].ids[0] = *one;
@@ -522,11 +524,13 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
     if (!k) *rc = ET_E_FORMAT;
     *ids = tmp;
     if (set && k && k <= PIECE_IDS) {
+        ws->evictions += set->info != 0;
         set->key[0] = key[0];
         set->key[1] = key[1];
         memcpy(set->ids, tmp, k * sizeof *tmp);
         set->info = (uint32_t)plen | (uint32_t)k << 8;
     } else if (lset && k && k <= LONG_IDS) {
+        ws->evictions += lset[1].info != 0;
         lset[1] = lset[0];
         memcpy(lset[0].key, key, sizeof key);
         memcpy(lset[0].ids, tmp, k * sizeof *tmp);

@@ -138,6 +138,21 @@ size_t et_ws_size(size_t max_piece);
  * et_ws_size(0) bytes). Returns NULL if mem is unaligned or too small. */
 et_ws *et_ws_init(const et_model *m, void *mem, size_t size);
 
+/* The same for a workspace whose piece cache has `slots` short slots (a power of two from
+ * 16384, the default, to 1 << 20) and slots / 8 long ones: 40 bytes a slot (16384: 640 KB).
+ * More slots pay where one text has more distinct pieces than the default holds (a few MB of
+ * varied text encoded again and again). et_ws_size_slots returns SIZE_MAX and
+ * et_ws_init_slots NULL for another slots. */
+size_t et_ws_size_slots(size_t max_piece, size_t slots);
+et_ws *et_ws_init_slots(const et_model *m, void *mem, size_t size, size_t slots);
+
+/* A workspace's short slots; and how many pieces a BPE model's last call with it (et_encode,
+ * et_count, ...) put in its cache in place of another: where that is a large part of a long
+ * text's pieces, the text has more distinct pieces than the cache holds, and if it is encoded
+ * again, more slots pay. */
+size_t et_ws_slots(const et_ws *ws);
+size_t et_ws_evictions(const et_ws *ws);
+
 /* After ET_E_WORKSPACE: the et_ws_size() argument that the piece which stopped work needs. */
 size_t et_ws_need(const et_ws *ws);
 
