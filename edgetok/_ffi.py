@@ -57,8 +57,9 @@ _DEFAULT_PIECE = 4096
 # _GROW_TEXT characters or bytes) that put a piece in place of another in the cache for more
 # than 1/_GROW_EVICT of its length (text with more distinct pieces than slots: a few MB of man
 # pages in 20 languages hold ~49,000; encoded again, each pass missed ~54,000 times), the
-# thread's workspace gets more slots: len/8, a power of two, at most _MAX_SLOTS (40 bytes a
-# slot: 10 MB), never more than 5 bytes per byte of that text. Bounded, and only for those texts.
+# thread's workspace gets more slots: len/8, a power of two, at most _MAX_SLOTS (42 bytes a
+# slot: 11 MB), about 5 bytes per character of that text at most. Bounded, and only for those
+# texts.
 _DEFAULT_SLOTS = 16384
 _MAX_SLOTS = 1 << 18
 _GROW_TEXT = 1 << 16

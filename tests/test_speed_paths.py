@@ -195,3 +195,30 @@ def test_piece_cache_grows_for_long_varied_text(enc, ref):  # type: ignore[no-un
     t.start()
     t.join()
     assert len(seen) == 1
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "r50k_base"])
+def test_long_pieces_cached(name):  # type: ignore[no-untyped-def]
+    """Pieces of 33-256 bytes (their own cache, keyed by a hash and taken only where the ids
+    spell the piece) give tiktoken's ids the first time and every time after, around the
+    length limits, with many ids, and where many pieces share few slots."""
+    import random
+
+    import edgetok
+    import reference
+
+    enc, ref = edgetok.get_encoding(name), reference.tiktoken_encoding(name)
+    rnd = random.Random(33)
+    parts = []
+    for n in (31, 32, 33, 34, 63, 64, 65, 127, 128, 129, 200, 255, 256, 257, 300):
+        parts += [" " + "-" * (n - 1), "\n" + "*" * (n - 1), " " * n, "+" + "-=" * (n // 2),
+                  " " + "".join(rnd.choice("!#$%&()*+,-./:;<=>?@[]^_{|}~") for _ in range(n - 1))]
+    parts += [" " + "".join(rnd.choice("~-=*#") for _ in range(rnd.randrange(33, 120)))
+              for _ in range(3000)]  # more pieces than the default table's 256 slots
+    text = "x".join(parts)
+    want = ref.encode_ordinary(text)
+    for _ in range(3):
+        assert enc.encode_ordinary(text) == want
+        assert enc.count(text, disallowed_special=()) == len(want)
+    for p in parts[:75]:
+        assert enc.encode_ordinary(p) == ref.encode_ordinary(p)

@@ -40,9 +40,12 @@ et_ws *et_ws_init_slots(const et_model *m, void *mem, size_t size, size_t slots)
     ws->longs = (struct long_slot *)(ws->pieces + slots);
     ws->piece_mask = slots - 1;
     ws->long_mask = slots / 8 - 2;
+    ws->huge = (struct huge_slot *)(ws->longs + slots / 8);
+    ws->huge_mask = slots / 64 - 1;
     ws->evictions = 0;
     memset(ws->pieces, 0, slots * sizeof *ws->pieces);
     memset(ws->longs, 0, slots / 8 * sizeof *ws->longs);
+    memset(ws->huge, 0, slots / 64 * sizeof *ws->huge);
     memset(ws->pairs, 0, sizeof ws->pairs);
     return ws;
 }

@@ -24,7 +24,7 @@
  * pieces hit more often but measured slower: the second compare costs more than it saves.)
  * The answer depends only on the piece's bytes and the workspace's model, so what the tables
  * hold never changes a result. Sizes by measurement (bench/cache.py: hit rates on repeated
- * and on unseen prose, code and multilingual text; then timed): 640 KB a workspace by default.
+ * and on unseen prose, code and multilingual text; then timed): 672 KB a workspace by default.
  * A caller that encodes long texts with many distinct pieces (a few MB of man pages in 20
  * languages hold ~49,000) may give a workspace more slots (et_ws_init_slots: up to
  * PIECE_CACHE_MAX short ones, an eighth as many long ones); the default is PIECE_CACHE.
@@ -41,6 +41,18 @@ struct piece_slot {
     uint32_t info;               /* length | id count << 8; 0 = empty */
     uint32_t ids[PIECE_IDS];
 };
+/* Pieces of LONG_KEY + 1 to HUGE_KEY bytes (lines of dashes or stars, long runs of spaces),
+ * merged by the backtracking encoder each time before, with up to HUGE_IDS ids: a third
+ * table, keyed by a hash of their bytes. A slot's ids are the BPE of the piece they were made
+ * for, and spell it; so a slot is taken only where its ids spell the piece's bytes exactly:
+ * a hash collision can cost a merge, never an id. One slot per 64 short ones. */
+#define HUGE_KEY 256u
+#define HUGE_IDS 28u
+struct huge_slot {
+    uint64_t hash;
+    uint32_t info;               /* length | id count << 16; 0 = empty */
+    uint32_t ids[HUGE_IDS + 1];  /* (the last unused: 128 bytes a slot) */
+};
 struct long_slot {
     uint64_t key[4];             /* the piece's bytes, zero-padded to 32 */
     uint32_t info;               /* length | id count << 8; 0 = empty */
@@ -56,6 +68,8 @@ struct et_ws {
     struct long_slot *longs;    /* (piece_mask + 1) / 8 slots, right after them */
     size_t piece_mask;          /* short slots - 1 */
     size_t long_mask;           /* long slots - 2 (the first of a set of two: an even index) */
+    struct huge_slot *huge;     /* (piece_mask + 1) / 64 slots, after the long ones */
+    size_t huge_mask;           /* huge slots - 1 */
     size_t evictions;           /* pieces put in the cache in place of another (et_ws_evictions) */
     uint64_t pairs[PAIR_CACHE]; /* a << 32 | b, with the answer in b's top bit; 0 = empty */
 };
@@ -64,6 +78,7 @@ struct et_ws {
  * before ws->mem. */
 #define WS_HEAD_SLOTS(slots) (((sizeof(struct et_ws) + 7u) & ~(size_t)7u) + 64u + \
                               (size_t)(slots) * sizeof(struct piece_slot) +       \
-                              (size_t)(slots) / 8u * sizeof(struct long_slot))
+                              (size_t)(slots) / 8u * sizeof(struct long_slot) +   \
+                              (size_t)(slots) / 64u * sizeof(struct huge_slot))
 
 #endif
