@@ -42,6 +42,7 @@ class _Scratch(threading.local):
     ws = ffi.NULL
     ws_mem = None
     ws_piece = 0
+    ws_slots = 0  # ws's piece-cache slots
     out = None
     out_cap = 0
     out_addr = 0  # out's address, for to_list
@@ -52,6 +53,17 @@ class _Scratch(threading.local):
 
 
 _DEFAULT_PIECE = 4096
+# The piece cache: PIECE_CACHE slots (640 KB) by default. After a call on a long text (at least
+# _GROW_TEXT characters or bytes) that put a piece in place of another in the cache for more
+# than 1/_GROW_EVICT of its length (text with more distinct pieces than slots: a few MB of man
+# pages in 20 languages hold ~49,000; encoded again, each pass missed ~54,000 times), the
+# thread's workspace gets more slots: len/8, a power of two, at most _MAX_SLOTS (42 bytes a
+# slot: 11 MB), about 5 bytes per character of that text at most. Bounded, and only for those
+# texts.
+_DEFAULT_SLOTS = 16384
+_MAX_SLOTS = 1 << 18
+_GROW_TEXT = 1 << 16
+_GROW_EVICT = 256
 # scratch memory the C core writes before it reads: not cleared, so pages never used cost nothing
 _scratch_new = ffi.new_allocator(should_clear_after_alloc=False)
 _KEEP_OUT = 1 << 22  # id buffers larger than this are not kept between calls
@@ -237,21 +249,32 @@ class Model:
         return out[0] if lib.et_token_lookup(self._h, data, len(data), out) == lib.ET_OK else None
 
     # -- workspaces -----------------------------------------------------------------------
-    def _ws(self, piece: int = 0) -> object:
+    def _ws(self, piece: int = 0, slots: int = 0) -> object:
         s = self._scratch
         if piece and piece <= s.ws_piece:  # would retry for ever
             raise RuntimeError(f"edgetok: the C core asked for a workspace for {piece} bytes "
                                f"and has one for {s.ws_piece} (a bug: please report it)")
-        if s.ws == ffi.NULL or piece > s.ws_piece:
-            want = max(piece, _DEFAULT_PIECE, s.ws_piece * 2 if piece else 0)
-            size = lib.et_ws_size(want)
+        if s.ws == ffi.NULL or piece > s.ws_piece or slots > s.ws_slots:
+            want = max(piece, _DEFAULT_PIECE, s.ws_piece * 2 if piece else s.ws_piece)
+            n_slots = max(slots, s.ws_slots, _DEFAULT_SLOTS)
+            size = lib.et_ws_size_slots(want, n_slots)
             mem = _scratch_new("uint64_t[]", (size + 7) // 8)
-            ws = lib.et_ws_init(self._h, mem, size)
+            ws = lib.et_ws_init_slots(self._h, mem, size, n_slots)
             if ws == ffi.NULL:
                 raise MemoryError("cannot lay out an edgetok workspace")
-            s.ws, s.ws_mem, s.ws_piece = ws, mem, want
+            s.ws, s.ws_mem, s.ws_piece, s.ws_slots = ws, mem, want, n_slots
             s.ws_addr = int(ffi.cast("uintptr_t", ws))
         return s.ws
+
+    def _after_long(self, n: int) -> None:
+        """After a call on a text of n >= _GROW_TEXT characters or bytes: more piece-cache slots
+        if the cache was too small for it (see _GROW_EVICT)."""
+        s = self._scratch
+        if s.ws == ffi.NULL or lib.et_ws_evictions(s.ws) * _GROW_EVICT < n:
+            return
+        slots = min(_MAX_SLOTS, 1 << ((n // 8).bit_length() - 1))
+        if slots > s.ws_slots:
+            self._ws(0, slots)
 
     def _out(self, n: int) -> object:
         s = self._scratch
@@ -273,6 +296,8 @@ class Model:
             ids = _one(0, _ENCODE_ADDR, s.ws_addr, s.out_addr, s.out_cap, data, (),
                        self._bound0, self._bound1, final_flags)
             if ids is not None:
+                if len(data) >= _GROW_TEXT:
+                    self._after_long(len(data))
                 return ids, len(data)
         if self._regex:
             if not final:
@@ -307,16 +332,21 @@ class Model:
         s = self._scratch
         if not s.ws_addr or self._regex or type(text) is not str:
             return None
-        return _one(0, _ENCODE_ADDR, s.ws_addr, s.out_addr, s.out_cap, text, heads,  # type: ignore[no-any-return]
-                    self._bound0, self._bound1, FINAL)
+        ids = _one(0, _ENCODE_ADDR, s.ws_addr, s.out_addr, s.out_cap, text, heads,
+                   self._bound0, self._bound1, FINAL)
+        if len(text) >= _GROW_TEXT and ids is not None:
+            self._after_long(len(text))
+        return ids  # type: ignore[no-any-return]
 
     def count_text(self, text: str, heads: tuple = ()) -> int | None:  # type: ignore[type-arg]
         """The number of ids of text (str) in one C call, or None (see encode_text)."""
         s = self._scratch
         if not s.ws_addr or self._regex or type(text) is not str:
             return None
-        return _one(1, _COUNT_ADDR, s.ws_addr, 0, 0, text, heads,  # type: ignore[no-any-return]
-                    self._bound0, self._bound1, FINAL)
+        n = _one(1, _COUNT_ADDR, s.ws_addr, 0, 0, text, heads, self._bound0, self._bound1, FINAL)
+        if len(text) >= _GROW_TEXT and n is not None:
+            self._after_long(len(text))
+        return n  # type: ignore[no-any-return]
 
     def encode_many(self, datas: list[bytes]) -> list[list[int]]:
         """[encode(d)[0] for d in datas] in as few C calls as possible (one, usually)."""
@@ -391,6 +421,8 @@ class Model:
         if final and s.ws_addr and not self._regex:  # one C call (_ids.one)
             n = _one(1, _COUNT_ADDR, s.ws_addr, 0, 0, data, (), self._bound0, self._bound1, FINAL)
             if n is not None:
+                if len(data) >= _GROW_TEXT:
+                    self._after_long(len(data))
                 return n, len(data)
         if self._regex:
             ids, used = self.encode(data, final)

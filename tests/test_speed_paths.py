@@ -152,3 +152,73 @@ def test_one_call_paths(enc, ref, corpora):  # type: ignore[no-untyped-def]
     assert m.encode_text("x\ud800", heads) is None  # lone surrogate: the general path
     assert m.encode(bytearray(b"hello world"))[0] == ref.encode("hello world")
     assert m.encode("a b c".encode(), final=False) == (ref.encode("a b"), 3)
+
+
+def test_piece_cache_grows_for_long_varied_text(enc, ref):  # type: ignore[no-untyped-def]
+    """A long text with more distinct pieces than the default piece cache holds gives the
+    thread's workspace more slots after the call (at most _MAX_SLOTS, at most len/8); short
+    texts never do; ids and counts stay tiktoken's before and after, on every fast path."""
+    import random
+    import threading
+
+    from edgetok import _ffi
+
+    rnd = random.Random(16)
+    words = [" " + "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randrange(4, 9)))
+             for _ in range(40000)]
+    text = "".join(words) + " tail"
+    want = ref.encode_ordinary(text)
+    short = text[:_ffi._GROW_TEXT - 1]
+    seen: list[object] = []
+
+    def work() -> None:  # a thread of its own: a fresh workspace
+        m = enc.model
+        s = m._scratch
+        m.encode(b"warm")
+        assert s.ws_slots == _ffi._DEFAULT_SLOTS
+        for _ in range(3):
+            assert m.count_text(short) == len(ref.encode_ordinary(short))
+        assert s.ws_slots == _ffi._DEFAULT_SLOTS  # short texts: never more
+        assert m.count_text(text) == len(want)
+        grown = s.ws_slots
+        assert _ffi._DEFAULT_SLOTS < grown <= min(_ffi._MAX_SLOTS, len(text) // 8)
+        data = text.encode()
+        assert m.count(data) == (len(want), len(data))
+        assert m.encode(data) == (want, len(data))
+        got = m.encode_text(text)
+        assert got is None or got == want
+        assert s.ws_slots == grown  # once is enough: it does not grow again
+        assert m.encode(b"hello world")[0] == ref.encode_ordinary("hello world")
+        seen.append(grown)
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert len(seen) == 1
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "r50k_base"])
+def test_long_pieces_cached(name):  # type: ignore[no-untyped-def]
+    """Pieces of 33-256 bytes (their own cache, keyed by a hash and taken only where the ids
+    spell the piece) give tiktoken's ids the first time and every time after, around the
+    length limits, with many ids, and where many pieces share few slots."""
+    import random
+
+    import edgetok
+    import reference
+
+    enc, ref = edgetok.get_encoding(name), reference.tiktoken_encoding(name)
+    rnd = random.Random(33)
+    parts = []
+    for n in (31, 32, 33, 34, 63, 64, 65, 127, 128, 129, 200, 255, 256, 257, 300):
+        parts += [" " + "-" * (n - 1), "\n" + "*" * (n - 1), " " * n, "+" + "-=" * (n // 2),
+                  " " + "".join(rnd.choice("!#$%&()*+,-./:;<=>?@[]^_{|}~") for _ in range(n - 1))]
+    parts += [" " + "".join(rnd.choice("~-=*#") for _ in range(rnd.randrange(33, 120)))
+              for _ in range(3000)]  # more pieces than the default table's 256 slots
+    text = "x".join(parts)
+    want = ref.encode_ordinary(text)
+    for _ in range(3):
+        assert enc.encode_ordinary(text) == want
+        assert enc.count(text, disallowed_special=()) == len(want)
+    for p in parts[:75]:
+        assert enc.encode_ordinary(p) == ref.encode_ordinary(p)

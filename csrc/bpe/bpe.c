@@ -436,6 +436,58 @@ ET_ALWAYS_INLINE static inline void piece_key(const uint8_t *p, size_t n, size_t
     }
 }
 
+/* A hash of p[0..n) (n >= 8), for the huge slots. */
+static uint64_t bytes_hash(const uint8_t *p, size_t n)
+{
+    uint64_t h = n * 0x9E3779B97F4A7C15ull, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0xC2B2AE3D27D4EB4Full;
+        h ^= h >> 29;
+    }
+    memcpy(&w, p + n - 8, 8); /* the last 8 bytes (again, in part) */
+    h = (h ^ w) * 0x165667B19E3779F9ull;
+    return h ^ (h >> 32);
+}
+
+/* Whether the tokens ids[0..k) spell p[0..n) exactly. */
+static int ids_spell(const et_model *m, const uint32_t *ids, size_t k, const uint8_t *p, size_t n)
+{
+    size_t at = 0;
+    for (size_t x = 0; x < k; x++) {
+        const uint8_t *q;
+        uint32_t l = et_tok(m, ids[x], &q);
+        if (!l || l > n - at || memcmp(p + at, q, l) != 0) return 0;
+        at += l;
+    }
+    return at == n;
+}
+
+/* bt_merge for a piece p[0..n) of the encode loop, through its huge slot where it has one
+ * (LONG_KEY < n <= HUGE_KEY; no gaps: the caller's): the slot's ids where they spell the
+ * piece, else bt_merge's, put in the slot. Out of line: the short pieces' path keeps its
+ * registers. */
+ET_NOINLINE static size_t bt_cached(et_ws *ws, const uint8_t *p, uint32_t n, uint32_t *ids)
+{
+    if (n <= LONG_KEY || n > HUGE_KEY) return bt_merge(ws, ws->m, p, n, ws->mem, ids);
+    const uint64_t h = bytes_hash(p, n);
+    struct huge_slot *s = &ws->huge[(h >> 40) & ws->huge_mask];
+    size_t k = s->info >> 16;
+    if (s->hash == h && (s->info & 0xFFFFu) == n && ids_spell(ws->m, s->ids, k, p, n)) {
+        memcpy(ids, s->ids, k * sizeof *ids);
+        return k;
+    }
+    k = bt_merge(ws, ws->m, p, n, ws->mem, ids);
+    if (k && k <= HUGE_IDS) {
+        ws->evictions += s->info != 0;
+        s->hash = h;
+        memcpy(s->ids, ids, k * sizeof *ids);
+        s->info = n | (uint32_t)k << 16;
+    }
+    return k;
+}
+
 /* The ids of one piece p[0..plen) (avail >= plen bytes readable at p; gaps: the model's
  * ET_FLAG_GAPS, a constant in the whole-text loops, which are for models without it): *ids points at them
  * (at *one for a whole-piece token, else into the workspace, valid until the next call).
@@ -461,7 +513,7 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
                 k1 = key[1];
             }
             uint64_t h = (k0 * 0x9E3779B97F4A7C15ull) ^ (k1 + plen) * 0xC2B2AE3D27D4EB4Full;
-            set = &ws->pieces[(h >> 40) & (PIECE_CACHE - 1)];
+            set = &ws->pieces[(h >> 40) & ws->piece_mask];
             if (set->key[0] == k0 && set->key[1] == k1 && (set->info & 0xFFu) == plen) {
                 *ids = set->ids;
                 return set->info >> 8;
@@ -475,7 +527,7 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
         /* pieces of more than PIECE_IDS ids, and longer pieces: the second table */
         uint64_t h = ((key[0] * 0x9E3779B97F4A7C15ull) ^ (key[1] + plen) * 0xC2B2AE3D27D4EB4Full) +
                      ((key[2] * 0x165667B19E3779F9ull) ^ key[3] * 0x27D4EB2F165667C5ull);
-        lset = &ws->longs[(h >> 40) & (LONG_CACHE - 2)];
+        lset = &ws->longs[(h >> 40) & ws->long_mask];
         for (int w = 0; w < 2; w++)
             if (lset[w].key[0] == key[0] && lset[w].key[1] == key[1] &&
                 lset[w].key[2] == key[2] && lset[w].key[3] == key[3] &&
@@ -493,11 +545,13 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
         *one = et_value(m, node);
         *ids = one;
         if (set) {
+            ws->evictions += set->info != 0;
             set->key[0] = key[0];
             set->key[1] = key[1];
             set->ids[0] = *one;
             set->info = (uint32_t)plen | 1u << 8;
         } else if (lset) {
+            ws->evictions += lset[1].info != 0;
             lset[1] = lset[0];
             memcpy(lset[0].key, key, sizeof key);
             lset[0].ids[0] = *one;
@@ -515,6 +569,8 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
     size_t k;
     if (plen <= SMALL_PIECE || (plen <= SMALL_PIECE_HEAP && !(m->flags & ET_FLAG_BACKTRACK)))
         k = small_merge(m, p, (uint32_t)plen, ws->mem, tmp, 1);
+    else if ((m->flags & ET_FLAG_BACKTRACK) && !gaps)
+        k = bt_cached(ws, p, (uint32_t)plen, tmp);
     else if (m->flags & ET_FLAG_BACKTRACK)
         k = bt_merge(ws, m, p, (uint32_t)plen, ws->mem, tmp);
     else
@@ -522,11 +578,13 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
     if (!k) *rc = ET_E_FORMAT;
     *ids = tmp;
     if (set && k && k <= PIECE_IDS) {
+        ws->evictions += set->info != 0;
         set->key[0] = key[0];
         set->key[1] = key[1];
         memcpy(set->ids, tmp, k * sizeof *tmp);
         set->info = (uint32_t)plen | (uint32_t)k << 8;
     } else if (lset && k && k <= LONG_IDS) {
+        ws->evictions += lset[1].info != 0;
         lset[1] = lset[0];
         memcpy(lset[0].key, key, sizeof key);
         memcpy(lset[0].ids, tmp, k * sizeof *tmp);

@@ -8,32 +8,56 @@
 #include "../unicode/ucd.h"
 #include "ws.h"
 
-size_t et_ws_size(size_t max_piece)
+/* Whether slots is a piece-cache size et_ws_init_slots takes. */
+static int slots_ok(size_t slots)
 {
-    if (max_piece < WS_MIN_PIECE) max_piece = WS_MIN_PIECE;
-    if (max_piece > (SIZE_MAX - WS_HEAD) / WS_PER_BYTE - 1) return SIZE_MAX;
-    return WS_HEAD + WS_PER_BYTE * (max_piece + 1);
+    return slots >= PIECE_CACHE && slots <= PIECE_CACHE_MAX && !(slots & (slots - 1));
 }
 
-et_ws *et_ws_init(const et_model *m, void *mem, size_t size)
+size_t et_ws_size_slots(size_t max_piece, size_t slots)
 {
-    if (!m || !mem || ((uintptr_t)mem & 7u) || size < et_ws_size(0)) return NULL;
+    if (!slots_ok(slots)) return SIZE_MAX;
+    if (max_piece < WS_MIN_PIECE) max_piece = WS_MIN_PIECE;
+    if (max_piece > (SIZE_MAX - WS_HEAD_SLOTS(slots)) / WS_PER_BYTE - 1) return SIZE_MAX;
+    return WS_HEAD_SLOTS(slots) + WS_PER_BYTE * (max_piece + 1);
+}
+
+size_t et_ws_size(size_t max_piece) { return et_ws_size_slots(max_piece, PIECE_CACHE); }
+
+et_ws *et_ws_init_slots(const et_model *m, void *mem, size_t size, size_t slots)
+{
+    if (!m || !mem || ((uintptr_t)mem & 7u) || !slots_ok(slots) ||
+        size < et_ws_size_slots(0, slots))
+        return NULL;
     et_ws *ws = mem;
     ws->m = m;
-    ws->cap = (size - WS_HEAD) / WS_PER_BYTE - 1;
+    ws->cap = (size - WS_HEAD_SLOTS(slots)) / WS_PER_BYTE - 1;
     if (ws->cap > 0xFFFFFFF0u) ws->cap = 0xFFFFFFF0u; /* positions are 32-bit */
     ws->need = 0;
-    ws->mem = (uint64_t *)((uint8_t *)mem + WS_HEAD);
+    ws->mem = (uint64_t *)((uint8_t *)mem + WS_HEAD_SLOTS(slots));
     uintptr_t at = (uintptr_t)((uint8_t *)mem + ((sizeof(struct et_ws) + 7u) & ~(size_t)7u));
     ws->pieces = (struct piece_slot *)((at + 63u) & ~(uintptr_t)63u);
-    ws->longs = (struct long_slot *)(ws->pieces + PIECE_CACHE);
-    memset(ws->pieces, 0, PIECE_CACHE * sizeof *ws->pieces);
-    memset(ws->longs, 0, LONG_CACHE * sizeof *ws->longs);
+    ws->longs = (struct long_slot *)(ws->pieces + slots);
+    ws->piece_mask = slots - 1;
+    ws->long_mask = slots / 8 - 2;
+    ws->huge = (struct huge_slot *)(ws->longs + slots / 8);
+    ws->huge_mask = slots / 64 - 1;
+    ws->evictions = 0;
+    memset(ws->pieces, 0, slots * sizeof *ws->pieces);
+    memset(ws->longs, 0, slots / 8 * sizeof *ws->longs);
+    memset(ws->huge, 0, slots / 64 * sizeof *ws->huge);
     memset(ws->pairs, 0, sizeof ws->pairs);
     return ws;
 }
 
+et_ws *et_ws_init(const et_model *m, void *mem, size_t size)
+{
+    return et_ws_init_slots(m, mem, size, PIECE_CACHE);
+}
+
 size_t et_ws_need(const et_ws *ws) { return ws->need; }
+size_t et_ws_slots(const et_ws *ws) { return ws->piece_mask + 1; }
+size_t et_ws_evictions(const et_ws *ws) { return ws->evictions; }
 void *et_ws_cache(et_ws *ws, size_t *bytes)
 {
     *bytes = 8192u * sizeof(struct piece_slot); /* 256 KB (unigram.c, wordpiece.c) */
@@ -51,6 +75,7 @@ static int run(et_ws *ws, const uint8_t *t, size_t len, unsigned flags, uint32_t
 {
     const et_model *m = ws->m;
     const int final = (flags & ET_FINAL) != 0;
+    ws->evictions = 0; /* counted for this call (et_ws_evictions) */
     if (m->kind == ET_KIND_BPE)
         return et_bpe_run(ws, t, len, flags, out, ends, cap, limit, n_out, consumed);
     if (m->kind == ET_KIND_WORDPIECE)

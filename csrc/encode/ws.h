@@ -24,18 +24,34 @@
  * pieces hit more often but measured slower: the second compare costs more than it saves.)
  * The answer depends only on the piece's bytes and the workspace's model, so what the tables
  * hold never changes a result. Sizes by measurement (bench/cache.py: hit rates on repeated
- * and on unseen prose, code and multilingual text; then timed): 640 KB a workspace, fixed.
+ * and on unseen prose, code and multilingual text; then timed): 672 KB a workspace by default.
+ * A caller that encodes long texts with many distinct pieces (a few MB of man pages in 20
+ * languages hold ~49,000) may give a workspace more slots (et_ws_init_slots: up to
+ * PIECE_CACHE_MAX short ones, an eighth as many long ones); the default is PIECE_CACHE.
  * A Unigram or WordPiece model uses the first 256 KB of the short table as its word cache. */
-#define PIECE_CACHE 16384u /* slots (a power of 2) */
+#define PIECE_CACHE 16384u /* slots by default (a power of 2) */
+#define PIECE_CACHE_MAX ((size_t)1 << 20)
 #define PIECE_KEY 16u
 #define PIECE_IDS 3u
-#define LONG_CACHE 2048u /* slots (a power of 2) */
+#define LONG_CACHE 2048u /* slots by default (PIECE_CACHE / 8) */
 #define LONG_KEY 32u
 #define LONG_IDS 7u
 struct piece_slot {
     uint64_t key[2];             /* the piece's bytes, zero-padded to 16 (see piece_key) */
     uint32_t info;               /* length | id count << 8; 0 = empty */
     uint32_t ids[PIECE_IDS];
+};
+/* Pieces of LONG_KEY + 1 to HUGE_KEY bytes (lines of dashes or stars, long runs of spaces),
+ * merged by the backtracking encoder each time before, with up to HUGE_IDS ids: a third
+ * table, keyed by a hash of their bytes. A slot's ids are the BPE of the piece they were made
+ * for, and spell it; so a slot is taken only where its ids spell the piece's bytes exactly:
+ * a hash collision can cost a merge, never an id. One slot per 64 short ones. */
+#define HUGE_KEY 256u
+#define HUGE_IDS 28u
+struct huge_slot {
+    uint64_t hash;
+    uint32_t info;               /* length | id count << 16; 0 = empty */
+    uint32_t ids[HUGE_IDS + 1];  /* (the last unused: 128 bytes a slot) */
 };
 struct long_slot {
     uint64_t key[4];             /* the piece's bytes, zero-padded to 32 */
@@ -48,13 +64,21 @@ struct et_ws {
     size_t cap;  /* longest piece the workspace can merge */
     size_t need; /* set with ET_E_WORKSPACE */
     uint64_t *mem;
-    struct piece_slot *pieces;  /* PIECE_CACHE slots, 64-byte aligned, in the caller's memory */
-    struct long_slot *longs;    /* LONG_CACHE slots, right after them */
+    struct piece_slot *pieces;  /* piece_mask + 1 slots, 64-byte aligned, in the caller's memory */
+    struct long_slot *longs;    /* (piece_mask + 1) / 8 slots, right after them */
+    size_t piece_mask;          /* short slots - 1 */
+    size_t long_mask;           /* long slots - 2 (the first of a set of two: an even index) */
+    struct huge_slot *huge;     /* (piece_mask + 1) / 64 slots, after the long ones */
+    size_t huge_mask;           /* huge slots - 1 */
+    size_t evictions;           /* pieces put in the cache in place of another (et_ws_evictions) */
     uint64_t pairs[PAIR_CACHE]; /* a << 32 | b, with the answer in b's top bit; 0 = empty */
 };
 
-/* The workspace header and the piece cache (from a 64-byte boundary) before ws->mem. */
-#define WS_HEAD (((sizeof(struct et_ws) + 7u) & ~(size_t)7u) + 64u + \
-                 PIECE_CACHE * sizeof(struct piece_slot) + LONG_CACHE * sizeof(struct long_slot))
+/* The workspace header and a piece cache of `slots` short slots (from a 64-byte boundary)
+ * before ws->mem. */
+#define WS_HEAD_SLOTS(slots) (((sizeof(struct et_ws) + 7u) & ~(size_t)7u) + 64u + \
+                              (size_t)(slots) * sizeof(struct piece_slot) +       \
+                              (size_t)(slots) / 8u * sizeof(struct long_slot) +   \
+                              (size_t)(slots) / 64u * sizeof(struct huge_slot))
 
 #endif

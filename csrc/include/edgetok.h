@@ -130,13 +130,30 @@ typedef struct et_ws et_ws;
 /* Bytes a workspace needs to encode pieces of up to max_piece bytes (BPE models: any text
  * whose pieces are all that short; the whole text length is always enough). SentencePiece
  * models may need more than the text's length (normalising expands it): after ET_E_WORKSPACE,
- * take et_ws_size(et_ws_need()) bytes. Every workspace holds a fixed 640 KB cache of piece
- * ids (et_ws_size(0) is about 700 KB): keep one per thread and reuse it. */
+ * take et_ws_size(et_ws_need()) bytes. Every workspace holds a cache of piece ids, 672 KB by
+ * default (et_ws_size(0) is about 730 KB; see et_ws_size_slots): keep one per thread and
+ * reuse it. */
 size_t et_ws_size(size_t max_piece);
 
 /* Lays a workspace for model m out in caller memory mem[0..size) (8-byte aligned, at least
  * et_ws_size(0) bytes). Returns NULL if mem is unaligned or too small. */
 et_ws *et_ws_init(const et_model *m, void *mem, size_t size);
+
+/* The same for a workspace whose piece cache has `slots` short slots (a power of two from
+ * 16384, the default, to 1 << 20), slots / 8 long ones and slots / 64 for pieces of 33 to
+ * 256 bytes: 42 bytes a slot (16384: 672 KB).
+ * More slots pay where one text has more distinct pieces than the default holds (a few MB of
+ * varied text encoded again and again). et_ws_size_slots returns SIZE_MAX and
+ * et_ws_init_slots NULL for another slots. */
+size_t et_ws_size_slots(size_t max_piece, size_t slots);
+et_ws *et_ws_init_slots(const et_model *m, void *mem, size_t size, size_t slots);
+
+/* A workspace's short slots; and how many pieces a BPE model's last call with it (et_encode,
+ * et_count, ...) put in its cache in place of another: where that is a large part of a long
+ * text's pieces, the text has more distinct pieces than the cache holds, and if it is encoded
+ * again, more slots pay. */
+size_t et_ws_slots(const et_ws *ws);
+size_t et_ws_evictions(const et_ws *ws);
 
 /* After ET_E_WORKSPACE: the et_ws_size() argument that the piece which stopped work needs. */
 size_t et_ws_need(const et_ws *ws);
