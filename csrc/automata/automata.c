@@ -590,6 +590,7 @@ struct pctx {
     uint64_t lk_s2;
     uint32_t lk_free;
     int lk_packed;
+    uint32_t *apart; /* pair_valid_apart's memo for l (AUT_APART slots, ET_NONE: empty), or NULL */
 };
 
 static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32_t l)
@@ -597,6 +598,7 @@ static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32
     x->l2 = l2;
     x->l = l;
     x->packed = 0;
+    x->apart = NULL;
     x->lk_packed = a->probes != NULL;
     x->lk_s2 = l == ET_NONE ? 1u : (uint64_t)a->shape[(size_t)4u * l] + 2u; /* as s2 below */
     x->lk_free = !(l != ET_NONE && (a->head[l] & AUT_ENDS_APOS));
@@ -613,7 +615,8 @@ static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32
 /* et_valid_pair(l, t) where l's bytes then t's first byte begin no token: so do none of t's
  * prefixes, and the backtracking test's first steps (down t's left parts while they are not
  * below l) pass without a look; the rest is pair_valid's from the first pair that differs. */
-static int pair_valid_apart(const et_automaton *a, uint32_t l, uint32_t t)
+#define AUT_APART 512u /* a mask's memo of pair_valid_apart by the pair it ends at */
+static int pair_valid_apart(const et_automaton *a, uint32_t l, uint32_t t, uint32_t *memo)
 {
     const et_model *m = a->m;
     uint32_t y = t;
@@ -622,7 +625,12 @@ static int pair_valid_apart(const et_automaton *a, uint32_t l, uint32_t t)
         if (y2 == y || y2 >= m->n_vocab) break;
         y = y2;
     }
-    return pair_valid(a, l, y, 1);
+    if (!memo) return pair_valid(a, l, y, 1);
+    uint32_t *slot = &memo[(y * 0x9E3779B1u) >> 23]; /* y << 1 | answer (ids < 2^29) */
+    if (*slot >> 1 == y) return (int)(*slot & 1u);
+    const int res = pair_valid(a, l, y, 1);
+    *slot = y << 1 | (uint32_t)res;
+    return res;
 }
 
 /* pair_ok(a, mm, x->l2, x->l, t, valid) (valid as there). */
@@ -630,7 +638,8 @@ static inline int pair_ok_c(const et_automaton *a, struct memo *mm, const struct
                             uint32_t t, int valid)
 {
     if (x->l == ET_NONE || !(a->head[t] & ~AUT_ENDS_APOS)) return 1;
-    if (valid < 0) valid = valid == -2 ? pair_valid_apart(a, x->l, t) : pair_valid(a, x->l, t, 0);
+    if (valid < 0)
+        valid = valid == -2 ? pair_valid_apart(a, x->l, t, x->apart) : pair_valid(a, x->l, t, 0);
 #ifdef AUT_CHECK_PAIRS
     if (valid != et_valid_pair(a->m, x->l, t)) abort();
 #endif
@@ -784,10 +793,13 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     uint64_t after_l[4] = {~0ull, ~0ull, ~0ull, ~0ull};
     const et_model *m = a->m;
     struct pctx x;
+    uint32_t apart_memo[AUT_APART];
     if (canon) pctx_init(a, &x, c.l2, c.l);
     if (canon && c.l != ET_NONE && a->row[c.row + 1u] - a->row[c.row] >= 256u &&
         m->tnode[c.l] < m->n_cells) {
         memset(after_l, 0, sizeof after_l);
+        memset(apart_memo, 0xFF, sizeof apart_memo);
+        x.apart = apart_memo;
         for (unsigned b = 0; b < 256u; b++)
             if (et_trie_next(m, m->tnode[c.l], (uint8_t)b) != ET_NONE)
                 after_l[b >> 6] |= (uint64_t)1 << (b & 63u);
