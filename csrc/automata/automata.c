@@ -98,8 +98,11 @@ void et_automaton_free(et_automaton *a)
  * control characters, the apostrophe, '/', and the letters of the contractions ('s 't 're 've
  * 'm 'll 'd, either case) in the two places after an apostrophe. So the cuts in a text stay
  * where they are when a digit becomes '0', other ASCII punctuation '!', and a letter 'a' or
- * 'A' (its case kept) unless it is one of the two bytes after an apostrophe (same length; other
- * bytes are kept): texts of the same shape are cut alike, and probe() answers are remembered
+ * 'A' (its case kept) unless it is one of the two bytes after an apostrophe (same length).
+ * Beyond ASCII they tell characters apart only by et_ucd_bits' classes, so a character not
+ * in those two places becomes its classes and UTF-8 length (shape_str; kept where named: the
+ * regex module takes 'ſ for a contraction); a text that is not UTF-8 keeps its other bytes.
+ * Texts of the same shape are cut alike, and probe() answers are remembered
  * by the shapes of what it puts together. A token's shape names the letters after its own
  * apostrophes, and in its first two bytes too when what comes before it may end in one
  * ("first" shapes; "free" ones where it cannot). tests/test_automata.py checks the rule
@@ -125,21 +128,62 @@ static int ends_apos(const uint8_t *p, size_t n)
 }
 
 struct shape_slot { const uint8_t *p; uint32_t n, id; };
-struct shape_map { struct shape_slot *tab; size_t cap; uint32_t next; uint8_t byte[2][256]; };
+struct shape_map {
+    struct shape_slot *tab;
+    size_t cap;
+    uint32_t next;
+    uint8_t byte[2][256];
+    uint8_t *buf, *buf2; /* the longest token's length each: shapes being compared */
+};
 
 /* p[i]'s shape byte: letters named where an apostrophe is one or two bytes before, or where
  * i < 2 in a first shape. */
+static inline int shape_named(const uint8_t *p, uint32_t i, int first)
+{
+    return i < 2u ? first || (i == 1u && p[0] == '\'') : p[i - 1u] == '\'' || p[i - 2u] == '\'';
+}
 static inline uint8_t shape_at(const struct shape_map *sm, const uint8_t *p, uint32_t i, int first)
 {
-    return sm->byte[i < 2u ? first || (i == 1u && p[0] == '\'')
-                           : p[i - 1u] == '\'' || p[i - 2u] == '\''][p[i]];
+    return sm->byte[shape_named(p, i, first)][p[i]];
+}
+
+/* The shape of p[0..n) in out[0..n): ASCII bytes by shape_at; a character beyond ASCII, unless
+ * named (kept), by its classes for the pretokenizers (et_ucd_bits: \p{L}, \p{N}, \s, o200k's
+ * two letter sets, \p{M}) and its length: 0xF6 + length, 0x80 | bits, 0xBF..., bytes that no
+ * UTF-8 holds. Returns 1 (every byte by shape_at, as for ASCII) when p is not UTF-8. */
+static int shape_str(const struct shape_map *sm, const uint8_t *p, uint32_t n, int first,
+                     uint8_t *out)
+{
+    size_t k = 1;
+    for (uint32_t i = 0; i < n; i += (uint32_t)k)
+        if (et_utf8_decode(p, n, i, &k) == 0xFFFFFFFFu) {
+            for (uint32_t j = 0; j < n; j++) out[j] = shape_at(sm, p, j, first);
+            return 1;
+        }
+    for (uint32_t i = 0; i < n; i += (uint32_t)k) {
+        k = 1;
+        if (p[i] < 0x80u) {
+            out[i] = shape_at(sm, p, i, first);
+            continue;
+        }
+        const uint32_t cp = et_utf8_decode(p, n, i, &k);
+        if (shape_named(p, i, first)) {
+            memcpy(out + i, p + i, k);
+            continue;
+        }
+        out[i] = (uint8_t)(0xF6u + k);
+        out[i + 1u] = (uint8_t)(0x80u | et_ucd_bits(cp));
+        for (size_t j = 2; j < k; j++) out[i + j] = 0xBFu;
+    }
+    return 0;
 }
 
 /* The id of the (first or free) shape of p[0..n) (a new one if no string had that shape). */
 static uint32_t shape_id(struct shape_map *sm, const uint8_t *p, uint32_t n, int first)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (uint32_t i = 0; i < n; i++) h = (h ^ shape_at(sm, p, i, first)) * 1099511628211ull;
+    const int raw = shape_str(sm, p, n, first, sm->buf);
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)raw;
+    for (uint32_t i = 0; i < n; i++) h = (h ^ sm->buf[i]) * 1099511628211ull;
     for (size_t k = (size_t)(h ^ h >> 29) & (sm->cap - 1u);; k = (k + 1u) & (sm->cap - 1u)) {
         struct shape_slot *e = &sm->tab[k];
         if (!e->p) {
@@ -147,10 +191,11 @@ static uint32_t shape_id(struct shape_map *sm, const uint8_t *p, uint32_t n, int
             e->n = n | (uint32_t)first << 31;
             return e->id = sm->next++;
         }
-        if ((e->n & 0x7FFFFFFFu) != n) continue;
-        uint32_t i = 0;
-        while (i < n && shape_at(sm, e->p, i, (int)(e->n >> 31)) == shape_at(sm, p, i, first)) i++;
-        if (i == n) return e->id;
+        if ((e->n & 0x7FFFFFFFu) != n ||
+            shape_str(sm, e->p, n, (int)(e->n >> 31), sm->buf2) != raw ||
+            memcmp(sm->buf, sm->buf2, n))
+            continue;
+        return e->id;
     }
 }
 
@@ -165,15 +210,18 @@ static const uint8_t *pair_head(const et_model *m, uint32_t t, size_t *nt);
 static int shapes(et_automaton *a, size_t used)
 {
     const uint32_t V = a->n_vocab;
-    struct shape_map sm = {NULL, 16, 0, {{0}}};
+    struct shape_map sm = {NULL, 16, 0, {{0}}, NULL, NULL};
     uint64_t *in = calloc((size_t)V / 64u + 1u, 8u);
     if (!in || !(a->shape = malloc((size_t)V * 16u)) || !(a->head = calloc(V, 4u))) {
         free(in);
         return ET_E_NOMEM;
     }
-    size_t n_in = 0;
+    size_t n_in = 0, longest = 1;
     for (size_t i = 0; i < used; i++) {
         const uint32_t t = a->tok[i];
+        const uint8_t *p = NULL;
+        const size_t n = et_tok(a->m, t, &p);
+        if (n > longest) longest = n;
         if (!(in[t >> 6] >> (t & 63u) & 1u)) n_in++;
         in[t >> 6] |= (uint64_t)1 << (t & 63u);
     }
@@ -182,7 +230,11 @@ static int shapes(et_automaton *a, size_t used)
         sm.byte[0][c] = shape_byte((uint8_t)c, 0);
         sm.byte[1][c] = shape_byte((uint8_t)c, 1);
     }
-    if (!(sm.tab = calloc(sm.cap, sizeof *sm.tab))) {
+    sm.buf = malloc(longest);
+    sm.buf2 = malloc(longest);
+    if (!sm.buf || !sm.buf2 || !(sm.tab = calloc(sm.cap, sizeof *sm.tab))) {
+        free(sm.buf);
+        free(sm.buf2);
         free(in);
         return ET_E_NOMEM;
     }
@@ -201,6 +253,8 @@ static int shapes(et_automaton *a, size_t used)
         }
     }
     free(sm.tab);
+    free(sm.buf);
+    free(sm.buf2);
     free(in);
     a->n_shapes = sm.next;
     a->bytes += (size_t)V * 20u;
