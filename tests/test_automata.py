@@ -295,21 +295,50 @@ def test_canonical_precision(enc):  # type: ignore[no-untyped-def]
         assert got >= floor, (key, got)
 
 
+_CLASSES = (r"\p{L}", r"\p{N}", r"\s", r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]",
+            r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]", r"\p{M}")  # csrc/unicode et_ucd_bits' six bits
+
+
+def _classes(c: str) -> int:
+    return sum(1 << k for k, pat in enumerate(_CLASSES) if regex.fullmatch(pat, c))
+
+
+@functools.lru_cache(maxsize=None)
+def _stand_ins() -> "dict[tuple[int, int], str]":
+    """One character beyond ASCII for each (classes, UTF-8 length) that has one."""
+    out: "dict[tuple[int, int], str]" = {}
+    for cp in range(0x80, 0x110000):
+        if 0xD800 <= cp < 0xE000:
+            continue
+        c = chr(cp)
+        out.setdefault((_classes(c), len(c.encode())), c)
+    return out
+
+
 def shaped(text: str) -> str:
     """csrc/automata's shapes() rule on a whole text: over its UTF-8 bytes, a digit becomes
     '0', ASCII punctuation other than ' and / becomes '!', a letter 'a' or 'A' (case kept)
-    unless it is a contraction letter one or two bytes after an apostrophe."""
+    unless it is a contraction letter one or two bytes after an apostrophe; a character beyond
+    ASCII that is not one or two bytes after an apostrophe becomes one of the same classes
+    (et_ucd_bits) and the same UTF-8 length."""
     b = text.encode()
     out = bytearray(b)
-    for i, c in enumerate(b):
+    i = 0
+    for ch in text:
+        n = len(ch.encode())
+        c = b[i]
         named = (i >= 1 and b[i - 1] == 0x27) or (i >= 2 and b[i - 2] == 0x27)
-        if 0x30 <= c <= 0x39:
+        if n > 1:
+            if not named:
+                out[i:i + n] = _stand_ins()[_classes(ch), n].encode()
+        elif 0x30 <= c <= 0x39:
             out[i] = 0x30
         elif chr(c).isascii() and chr(c).isalpha():
             if not (named and chr(c).lower() in "sdmtlver"):
                 out[i] = 0x61 if chr(c).islower() else 0x41
         elif 0x20 < c < 0x7F and c not in (0x27, 0x2F):
             out[i] = 0x21
+        i += n
     return out.decode()
 
 
@@ -321,7 +350,10 @@ def shape_patterns() -> "dict[str, str]":
 
 
 @settings(max_examples=300, deadline=None)
-@given(text=st.one_of(texts, st.text(alphabet="abstdmlverSDMTLVER'0189 .,-/!?\n\t_", max_size=40)))
+@given(text=st.one_of(texts, st.text(alphabet="abstdmlverSDMTLVER'0189 .,-/!?\n\t_", max_size=40),
+                     st.text(alphabet="aS'0 .\n\u00e9\u00c9\u00df\u01c5\u02b0\u4e2d\u0301\u0663"
+                                      "\u2163\u00a0\u3000\u20ac\U0001F600\u017f\u212a\u0130\u0085"
+                                      "\u2028\u00b2\u0e01\u0e31", max_size=40)))
 def test_shapes_keep_the_cuts(text):  # type: ignore[no-untyped-def]
     """The rule canonical automata remember probe answers by (csrc/automata shapes()): texts of
     the same shape are cut into pieces of the same lengths by every pattern with a canonical

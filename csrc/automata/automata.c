@@ -14,7 +14,10 @@
  * (the backtracking encoder's test), or across a cut the pretokenizer may make between them
  * (see probe()), and only where some canonical text can go on after t (entry_live()). Sound
  * (a canonical encoding is never refused; tested, and fuzzed by csrc/fuzz/fuzz_automata.c),
- * not exact.
+ * not exact. What they learn is kept for every later mask and thread, in memory fixed at
+ * build: per entry a look-ahead byte and a witness (5 bytes), and two direct-mapped tables of
+ * 2 slots an entry, 2^10 to 2^17 slots of 8 bytes each (pair_valid's and the probes', at most
+ * 2 MiB in all); every store a fact, relaxed atomics.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -32,11 +35,19 @@ struct et_automaton {
     uint32_t *nxt;    /* the row each leads to */
     uint8_t *accept;  /* per row: the DFA state accepts */
     _Atomic uint8_t *live; /* canonical: per (row, token) entry, what look-ahead proved */
+    _Atomic uint32_t *wit; /* canonical: per entry, a next entry that proved it live (see
+                            * entry_live): (offset in its row + 1) << 1 | valid pair; 0: none */
     uint32_t *shape;  /* canonical: 4 x n_vocab shape ids of the tokens (see shapes()) */
     uint32_t *head;   /* canonical: per token, pair_head's length | AUT_ENDS_APOS (0: none) */
+    _Atomic uint64_t *pairs; /* canonical: pair_valid's memo, n_pairs slots (see there) */
+    uint32_t pair_bits;      /* n_pairs = 1 << pair_bits */
+    _Atomic uint64_t *probes; /* canonical: probe answers by shapes (see pair_ok), 1 << pair_bits
+                               * slots; NULL where the shapes are too many to pack */
+    uint32_t n_shapes;       /* shape ids are < n_shapes */
     size_t bytes;     /* memory held */
 };
 
+#define AUT_SHAPE_MAX (1u << 19) /* shape ids (+ 2) packed in a->probes' keys */
 #define AUT_PAIR_BYTES 512u /* pairs longer than this are taken as a possible cut (canonical) */
 
 /* Children lists of the trie: first[s] and sib[t] (ET_NONE ends), ascending bytes. */
@@ -74,6 +85,9 @@ void et_automaton_free(et_automaton *a)
     free(a->nxt);
     free(a->accept);
     free(a->live);
+    free(a->wit);
+    free((void *)a->pairs);
+    free((void *)a->probes);
     free(a->shape);
     free(a->head);
     free(a);
@@ -84,8 +98,11 @@ void et_automaton_free(et_automaton *a)
  * control characters, the apostrophe, '/', and the letters of the contractions ('s 't 're 've
  * 'm 'll 'd, either case) in the two places after an apostrophe. So the cuts in a text stay
  * where they are when a digit becomes '0', other ASCII punctuation '!', and a letter 'a' or
- * 'A' (its case kept) unless it is one of the two bytes after an apostrophe (same length; other
- * bytes are kept): texts of the same shape are cut alike, and probe() answers are remembered
+ * 'A' (its case kept) unless it is one of the two bytes after an apostrophe (same length).
+ * Beyond ASCII they tell characters apart only by et_ucd_bits' classes, so a character not
+ * in those two places becomes its classes and UTF-8 length (shape_str; kept where named: the
+ * regex module takes 'ſ for a contraction); a text that is not UTF-8 keeps its other bytes.
+ * Texts of the same shape are cut alike, and probe() answers are remembered
  * by the shapes of what it puts together. A token's shape names the letters after its own
  * apostrophes, and in its first two bytes too when what comes before it may end in one
  * ("first" shapes; "free" ones where it cannot). tests/test_automata.py checks the rule
@@ -111,21 +128,62 @@ static int ends_apos(const uint8_t *p, size_t n)
 }
 
 struct shape_slot { const uint8_t *p; uint32_t n, id; };
-struct shape_map { struct shape_slot *tab; size_t cap; uint32_t next; uint8_t byte[2][256]; };
+struct shape_map {
+    struct shape_slot *tab;
+    size_t cap;
+    uint32_t next;
+    uint8_t byte[2][256];
+    uint8_t *buf, *buf2; /* the longest token's length each: shapes being compared */
+};
 
 /* p[i]'s shape byte: letters named where an apostrophe is one or two bytes before, or where
  * i < 2 in a first shape. */
+static inline int shape_named(const uint8_t *p, uint32_t i, int first)
+{
+    return i < 2u ? first || (i == 1u && p[0] == '\'') : p[i - 1u] == '\'' || p[i - 2u] == '\'';
+}
 static inline uint8_t shape_at(const struct shape_map *sm, const uint8_t *p, uint32_t i, int first)
 {
-    return sm->byte[i < 2u ? first || (i == 1u && p[0] == '\'')
-                           : p[i - 1u] == '\'' || p[i - 2u] == '\''][p[i]];
+    return sm->byte[shape_named(p, i, first)][p[i]];
+}
+
+/* The shape of p[0..n) in out[0..n): ASCII bytes by shape_at; a character beyond ASCII, unless
+ * named (kept), by its classes for the pretokenizers (et_ucd_bits: \p{L}, \p{N}, \s, o200k's
+ * two letter sets, \p{M}) and its length: 0xF6 + length, 0x80 | bits, 0xBF..., bytes that no
+ * UTF-8 holds. Returns 1 (every byte by shape_at, as for ASCII) when p is not UTF-8. */
+static int shape_str(const struct shape_map *sm, const uint8_t *p, uint32_t n, int first,
+                     uint8_t *out)
+{
+    size_t k = 1;
+    for (uint32_t i = 0; i < n; i += (uint32_t)k)
+        if (et_utf8_decode(p, n, i, &k) == 0xFFFFFFFFu) {
+            for (uint32_t j = 0; j < n; j++) out[j] = shape_at(sm, p, j, first);
+            return 1;
+        }
+    for (uint32_t i = 0; i < n; i += (uint32_t)k) {
+        k = 1;
+        if (p[i] < 0x80u) {
+            out[i] = shape_at(sm, p, i, first);
+            continue;
+        }
+        const uint32_t cp = et_utf8_decode(p, n, i, &k);
+        if (shape_named(p, i, first)) {
+            memcpy(out + i, p + i, k);
+            continue;
+        }
+        out[i] = (uint8_t)(0xF6u + k);
+        out[i + 1u] = (uint8_t)(0x80u | et_ucd_bits(cp));
+        for (size_t j = 2; j < k; j++) out[i + j] = 0xBFu;
+    }
+    return 0;
 }
 
 /* The id of the (first or free) shape of p[0..n) (a new one if no string had that shape). */
 static uint32_t shape_id(struct shape_map *sm, const uint8_t *p, uint32_t n, int first)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (uint32_t i = 0; i < n; i++) h = (h ^ shape_at(sm, p, i, first)) * 1099511628211ull;
+    const int raw = shape_str(sm, p, n, first, sm->buf);
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)raw;
+    for (uint32_t i = 0; i < n; i++) h = (h ^ sm->buf[i]) * 1099511628211ull;
     for (size_t k = (size_t)(h ^ h >> 29) & (sm->cap - 1u);; k = (k + 1u) & (sm->cap - 1u)) {
         struct shape_slot *e = &sm->tab[k];
         if (!e->p) {
@@ -133,10 +191,11 @@ static uint32_t shape_id(struct shape_map *sm, const uint8_t *p, uint32_t n, int
             e->n = n | (uint32_t)first << 31;
             return e->id = sm->next++;
         }
-        if ((e->n & 0x7FFFFFFFu) != n) continue;
-        uint32_t i = 0;
-        while (i < n && shape_at(sm, e->p, i, (int)(e->n >> 31)) == shape_at(sm, p, i, first)) i++;
-        if (i == n) return e->id;
+        if ((e->n & 0x7FFFFFFFu) != n ||
+            shape_str(sm, e->p, n, (int)(e->n >> 31), sm->buf2) != raw ||
+            memcmp(sm->buf, sm->buf2, n))
+            continue;
+        return e->id;
     }
 }
 
@@ -151,15 +210,18 @@ static const uint8_t *pair_head(const et_model *m, uint32_t t, size_t *nt);
 static int shapes(et_automaton *a, size_t used)
 {
     const uint32_t V = a->n_vocab;
-    struct shape_map sm = {NULL, 16, 0, {{0}}};
+    struct shape_map sm = {NULL, 16, 0, {{0}}, NULL, NULL};
     uint64_t *in = calloc((size_t)V / 64u + 1u, 8u);
     if (!in || !(a->shape = malloc((size_t)V * 16u)) || !(a->head = calloc(V, 4u))) {
         free(in);
         return ET_E_NOMEM;
     }
-    size_t n_in = 0;
+    size_t n_in = 0, longest = 1;
     for (size_t i = 0; i < used; i++) {
         const uint32_t t = a->tok[i];
+        const uint8_t *p = NULL;
+        const size_t n = et_tok(a->m, t, &p);
+        if (n > longest) longest = n;
         if (!(in[t >> 6] >> (t & 63u) & 1u)) n_in++;
         in[t >> 6] |= (uint64_t)1 << (t & 63u);
     }
@@ -168,7 +230,11 @@ static int shapes(et_automaton *a, size_t used)
         sm.byte[0][c] = shape_byte((uint8_t)c, 0);
         sm.byte[1][c] = shape_byte((uint8_t)c, 1);
     }
-    if (!(sm.tab = calloc(sm.cap, sizeof *sm.tab))) {
+    sm.buf = malloc(longest);
+    sm.buf2 = malloc(longest);
+    if (!sm.buf || !sm.buf2 || !(sm.tab = calloc(sm.cap, sizeof *sm.tab))) {
+        free(sm.buf);
+        free(sm.buf2);
         free(in);
         return ET_E_NOMEM;
     }
@@ -187,7 +253,10 @@ static int shapes(et_automaton *a, size_t used)
         }
     }
     free(sm.tab);
+    free(sm.buf);
+    free(sm.buf2);
     free(in);
+    a->n_shapes = sm.next;
     a->bytes += (size_t)V * 20u;
     return ET_OK;
 }
@@ -284,10 +353,28 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
     a->n_rows = rows;
     a->bytes = sizeof *a + ((size_t)rows + 1u) * 4u + rows + used * 8u;
     if (flags & ET_AUT_CANONICAL) {
-        if (!(a->live = malloc(used ? used : 1u))) goto done;
-        for (size_t i = 0; i < used; i++) atomic_init(&a->live[i], 0);
-        a->bytes += used;
+        if (!(a->live = malloc(used ? used : 1u)) ||
+            !(a->wit = malloc((used ? used : 1u) * sizeof *a->wit)))
+            goto done;
+        for (size_t i = 0; i < used; i++) {
+            atomic_init(&a->live[i], 0);
+            atomic_init(&a->wit[i], 0);
+        }
+        a->bytes += used * (1u + sizeof *a->wit);
         if ((rc = shapes(a, used))) goto done;
+        rc = ET_E_NOMEM;
+        /* the pair and probe memos: 2 slots an entry each, 2^10 to 2^17 slots (8 KiB to 1 MiB) */
+        for (a->pair_bits = 10; a->pair_bits < 17 && ((size_t)1 << a->pair_bits) < 2u * used;)
+            a->pair_bits++;
+        const size_t slots = (size_t)1 << a->pair_bits;
+        if (!(a->pairs = malloc(slots * sizeof *a->pairs))) goto done;
+        for (size_t i = 0; i < slots; i++) atomic_init(&a->pairs[i], 0);
+        a->bytes += slots * sizeof *a->pairs;
+        if (a->n_shapes + 2u <= AUT_SHAPE_MAX) {
+            if (!(a->probes = malloc(slots * sizeof *a->probes))) goto done;
+            for (size_t i = 0; i < slots; i++) atomic_init(&a->probes[i], 0);
+            a->bytes += slots * sizeof *a->probes;
+        }
     }
     rc = ET_OK;
 done:
@@ -418,6 +505,90 @@ static const uint8_t *pair_head(const et_model *m, uint32_t t, size_t *nt)
     return q;
 }
 
+/* The token of x's bytes followed by y's, or ET_NONE (as the backtracking encoder's concat);
+ * x, y < n_vocab (the offsets were checked when the model was loaded). */
+static inline uint32_t aut_concat(const et_model *m, uint32_t x, uint32_t y)
+{
+    const uint32_t o = m->tokoff[y], e = m->tokoff[y + 1u];
+    uint32_t s = m->tnode[x];
+    if (o == e || s >= m->n_cells || m->tokoff[x + 1u] - m->tokoff[x] + (e - o) > m->max_token_len)
+        return ET_NONE;
+    for (uint32_t k = o; k < e; k++)
+        if ((s = et_trie_next(m, s, m->blob[k])) == ET_NONE) return ET_NONE;
+    return et_value(m, s);
+}
+
+/* et_valid_pair(x, y), remembered. The backtracking encoder's test walks from (x, y) down the
+ * two merge trees, one pair (x', y') at a time: at each it fails if the token x'y' exists with
+ * a rank below the limit the step came with, and what follows (call it rest(x', y')) depends on
+ * the pair only. So a->pairs keeps rest() of pairs seen, and whether x'y' exists, in one 64-bit
+ * slot ((x' << 29 | y') << 3 | exists << 2 | rest << 1 | 1; ids < 2^29), direct-mapped, for
+ * every mask and thread: a later test stops at the first pair it finds there. Relaxed atomic
+ * loads and stores of whole slots, each a fact: a race loses a fact, never makes one up.
+ * apart: the caller knows xy is no token (the first pair is neither looked up nor kept). */
+#define AUT_PATH 64u /* pairs of one test remembered */
+static int pair_valid(const et_automaton *a, uint32_t x, uint32_t y, int apart)
+{
+    const et_model *m = a->m;
+    if (x >= m->n_vocab || y >= m->n_vocab || m->tnode[x] == ET_NONE || m->tnode[y] == ET_NONE)
+        return 0;
+    const unsigned shift = 64u - a->pair_bits;
+    uint64_t path[AUT_PATH];
+    uint32_t n = 0, limit = ET_NONE;
+    int res = 1;
+    for (uint32_t guard = 2 * m->max_token_len + 2; guard; guard--) {
+        const uint64_t key = (uint64_t)x << 29 | y;
+        uint32_t c = ET_NONE;
+        if (!apart) {
+            const uint64_t slot = atomic_load_explicit(
+                &a->pairs[(key * 0x9E3779B97F4A7C15ull) >> shift], memory_order_relaxed);
+            if ((slot >> 3) == key && (slot & 1u)) {
+                if (slot & 4u) {
+                    c = limit == ET_NONE ? 0u : aut_concat(m, x, y);
+                    if (c != ET_NONE && c < limit) {
+                        res = 0;
+                        break;
+                    }
+                }
+                res = (int)(slot >> 1 & 1u);
+                break;
+            }
+            c = aut_concat(m, x, y);
+            if (c != ET_NONE && c < limit) {
+                res = 0;
+                break;
+            }
+        }
+        if (!apart && n < AUT_PATH) path[n++] = key << 3 | (c != ET_NONE ? 4u : 0u) | 1u;
+        apart = 0;
+        if (x > y) {
+            limit = x;
+            x = m->split[2u * x + 1u];
+            if (x == limit) {
+                limit = y + 1u;
+                y = m->split[2u * y];
+                if (y + 1u == limit) break;
+            }
+        } else {
+            limit = y + 1u;
+            y = m->split[2u * y];
+            if (y + 1u == limit) {
+                limit = x;
+                x = m->split[2u * x + 1u];
+                if (x == limit) break;
+            }
+        }
+        if (x >= m->n_vocab || y >= m->n_vocab) { /* only a damaged model */
+            res = 0;
+            break;
+        }
+    }
+    for (uint32_t k = 0; k < n; k++) /* each pair passed its test: its rest is res */
+        atomic_store_explicit(&a->pairs[((path[k] >> 3) * 0x9E3779B97F4A7C15ull) >> shift],
+                              path[k] | (uint64_t)res << 1, memory_order_relaxed);
+    return res;
+}
+
 /* probe() answers remembered while one mask is made (on the stack), by the shapes of l2, l
  * and t's head and what was asked (see shapes()). */
 #define AUT_MEMO 1024u
@@ -425,7 +596,7 @@ struct memo { uint64_t key[AUT_MEMO][2]; uint8_t ans[AUT_MEMO]; };
 
 /* Whether t may follow l (and l2 before it) in a canonical encoding (see the top): inside one
  * piece as a valid pair, or across a cut. mm remembers probes; valid is
- * et_valid_pair(l, t), or -1 when not known. */
+ * et_valid_pair(l, t), or -1 when not known (-2: and l's bytes then t's are no token). */
 static int pair_ok(const et_automaton *a, struct memo *mm, uint32_t l2, uint32_t l, uint32_t t,
                    int valid)
 {
@@ -434,15 +605,24 @@ static int pair_ok(const et_automaton *a, struct memo *mm, uint32_t l2, uint32_t
     et_tok(a->m, t, &q);
     const size_t nt = a->head[t] & ~AUT_ENDS_APOS; /* pair_head(t) */
     if (!nt) return 1;
-    if (valid < 0) valid = et_valid_pair(a->m, l, t);
+    if (valid < 0) valid = pair_valid(a, l, t, valid == -2);
     const int want = valid ? AUT_CUT | AUT_INSIDE : AUT_CUT;
     /* probe's text: a probe (may end in an apostrophe) unless l2 is ET_NONE, l2, l, t's head */
     const int l_first = l2 == AUT_ANY || (l2 != ET_NONE && (a->head[l2] & AUT_ENDS_APOS));
     const uint32_t s2 = l2 == ET_NONE ? 0xFFFFFFFFu : l2 == AUT_ANY ? 0xFFFFFFFEu
                                                                     : a->shape[(size_t)4u * l2];
-    const uint64_t k0 = (uint64_t)s2 << 32 | a->shape[(size_t)4u * l + !l_first],
-                   k1 = (uint64_t)a->shape[(size_t)4u * t + 2u + !(a->head[l] & AUT_ENDS_APOS)]
-                            << 2 | (unsigned)want; /* not 0 */
+    const uint32_t sl = a->shape[(size_t)4u * l + !l_first],
+                   st = a->shape[(size_t)4u * t + 2u + !(a->head[l] & AUT_ENDS_APOS)];
+    if (a->probes && (sl | st) < AUT_SHAPE_MAX) { /* shared by masks and threads: packed */
+        const uint64_t key = (((uint64_t)(s2 + 2u) << 19 | sl) << 19 | st) << 2 | (unsigned)want;
+        _Atomic uint64_t *slot = &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)];
+        const uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
+        if (v >> 2 == key) return (int)(v >> 1 & 1u);
+        const int ans = probe(a->m, l2, l, q, nt, 1, want);
+        atomic_store_explicit(slot, key << 2 | (uint64_t)ans << 1 | 1u, memory_order_relaxed);
+        return ans;
+    }
+    const uint64_t k0 = (uint64_t)s2 << 32 | sl, k1 = (uint64_t)st << 2 | (unsigned)want; /* not 0 */
     const uint64_t h = ((k0 * 0x9E3779B97F4A7C15ull) ^ (k1 * 0xC2B2AE3D27D4EB4Full)) >> 54;
     if (mm->key[h][0] == k0 && mm->key[h][1] == k1) return mm->ans[h];
     const int ans = probe(a->m, l2, l, q, nt, 1, want);
@@ -450,6 +630,82 @@ static int pair_ok(const et_automaton *a, struct memo *mm, uint32_t l2, uint32_t
     mm->key[h][1] = k1;
     mm->ans[h] = (uint8_t)ans;
     return ans;
+}
+
+/* pair_ok with l2 and l fixed (a mask's first test, a look-ahead's scan): what depends on
+ * them only, worked out once. */
+struct pctx {
+    uint32_t l2, l;
+    uint64_t k0;
+    uint32_t next_free;
+    int packed;
+    /* the look-ahead after l (pair_ok(l, t, u) for t after l): l's key part, and which of
+     * t's shapes it takes (entry_ok) */
+    uint64_t lk_s2;
+    uint32_t lk_free;
+    int lk_packed;
+    uint32_t *apart; /* pair_valid_apart's memo for l (AUT_APART slots, ET_NONE: empty), or NULL */
+};
+
+static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32_t l)
+{
+    x->l2 = l2;
+    x->l = l;
+    x->packed = 0;
+    x->apart = NULL;
+    x->lk_packed = a->probes != NULL;
+    x->lk_s2 = l == ET_NONE ? 1u : (uint64_t)a->shape[(size_t)4u * l] + 2u; /* as s2 below */
+    x->lk_free = !(l != ET_NONE && (a->head[l] & AUT_ENDS_APOS));
+    if (l == ET_NONE) return;
+    const int l_first = l2 == AUT_ANY || (l2 != ET_NONE && (a->head[l2] & AUT_ENDS_APOS));
+    const uint32_t s2 = l2 == ET_NONE ? 0xFFFFFFFFu : l2 == AUT_ANY ? 0xFFFFFFFEu
+                                                                    : a->shape[(size_t)4u * l2];
+    const uint32_t sl = a->shape[(size_t)4u * l + !l_first];
+    x->next_free = !(a->head[l] & AUT_ENDS_APOS);
+    x->packed = a->probes && sl < AUT_SHAPE_MAX;
+    x->k0 = (uint64_t)(s2 + 2u) << 19 | sl;
+}
+
+/* et_valid_pair(l, t) where l's bytes then t's first byte begin no token: so do none of t's
+ * prefixes, and the backtracking test's first steps (down t's left parts while they are not
+ * below l) pass without a look; the rest is pair_valid's from the first pair that differs. */
+#define AUT_APART 512u /* a mask's memo of pair_valid_apart by the pair it ends at */
+static int pair_valid_apart(const et_automaton *a, uint32_t l, uint32_t t, uint32_t *memo)
+{
+    const et_model *m = a->m;
+    uint32_t y = t;
+    while (y < m->n_vocab && !(l > y)) {
+        const uint32_t y2 = m->split[2u * y];
+        if (y2 == y || y2 >= m->n_vocab) break;
+        y = y2;
+    }
+    if (!memo) return pair_valid(a, l, y, 1);
+    uint32_t *slot = &memo[(y * 0x9E3779B1u) >> 23]; /* y << 1 | answer (ids < 2^29) */
+    if (*slot >> 1 == y) return (int)(*slot & 1u);
+    const int res = pair_valid(a, l, y, 1);
+    *slot = y << 1 | (uint32_t)res;
+    return res;
+}
+
+/* pair_ok(a, mm, x->l2, x->l, t, valid) (valid as there). */
+static inline int pair_ok_c(const et_automaton *a, struct memo *mm, const struct pctx *x,
+                            uint32_t t, int valid)
+{
+    if (x->l == ET_NONE || !(a->head[t] & ~AUT_ENDS_APOS)) return 1;
+    if (valid < 0)
+        valid = valid == -2 ? pair_valid_apart(a, x->l, t, x->apart) : pair_valid(a, x->l, t, 0);
+#ifdef AUT_CHECK_PAIRS
+    if (valid != et_valid_pair(a->m, x->l, t)) abort();
+#endif
+    const unsigned want = valid ? AUT_CUT | AUT_INSIDE : AUT_CUT;
+    const uint32_t st = a->shape[(size_t)4u * t + 2u + x->next_free];
+    if (x->packed && st < AUT_SHAPE_MAX) {
+        const uint64_t key = (x->k0 << 19 | st) << 2 | want;
+        const uint64_t v = atomic_load_explicit(
+            &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)], memory_order_relaxed);
+        if (v >> 2 == key) return (int)(v >> 1 & 1u);
+    }
+    return pair_ok(a, mm, x->l2, x->l, t, valid);
 }
 
 /* Look-ahead (canonical). live(l, i, k) for entry i of a row (token t after token l, leading
@@ -472,14 +728,31 @@ static int entry_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32
     if ((m >> 4) && (m >> 4) <= k) return -1;
     const uint32_t r = a->nxt[i], t = a->tok[i];
     int lvl = a->accept[r] ? 15 : -1;
+    struct pctx x;
+    pctx_init(a, &x, l, t);
+    /* the entry that proved i live before (under any token before t, or another l): a hint,
+     * checked like any other (its valid bit is a fact about (t, its token)) */
+    const uint32_t w = lvl < 0 ? atomic_load_explicit(&a->wit[i], memory_order_relaxed) : 0u;
+    if (w) {
+        const uint32_t j = a->row[r] + (w >> 1) - 1u;
+        if (j < a->row[r + 1u] && pair_ok_c(a, mm, &x, a->tok[j], (int)(w & 1u))) {
+            const int sub = k == 1u ? 0 : entry_live(a, mm, AUT_ANY, j, k - 1u);
+            if (sub >= 0) lvl = sub == 15 ? 15 : sub + 1;
+        }
+    }
     /* pairs BPE makes first (usually one piece: a probe or two), then the ones only a cut
      * allows (every probe tried before one is refused) */
     for (int valid = 1; valid >= 0 && lvl < 0; valid--)
         for (uint32_t j = a->row[r]; lvl < 0 && j < a->row[r + 1u]; j++) {
             const uint32_t u = a->tok[j];
-            if (et_valid_pair(a->m, t, u) != valid || !pair_ok(a, mm, l, t, u, valid)) continue;
+            if (pair_valid(a, t, u, 0) != valid || !pair_ok_c(a, mm, &x, u, valid)) continue;
             const int sub = k == 1u ? 0 : entry_live(a, mm, AUT_ANY, j, k - 1u);
-            if (sub >= 0) lvl = sub == 15 ? 15 : sub + 1;
+            if (sub >= 0) {
+                lvl = sub == 15 ? 15 : sub + 1;
+                if (k > 1u)
+                    atomic_store_explicit(&a->wit[i], (j - a->row[r] + 1u) << 1 | (uint32_t)valid,
+                                          memory_order_relaxed);
+            }
         }
     if (!keep) return lvl;
     const unsigned now = atomic_load_explicit(&a->live[i], memory_order_relaxed);
@@ -491,11 +764,37 @@ static int entry_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32
 }
 
 /* Whether entry i of state c's row may be taken in a canonical automaton: t may follow the
- * state's last two tokens, and the look-ahead (any token before t first: remembered). */
-static int entry_ok(const et_automaton *a, struct memo *mm, const struct cstate *c, uint32_t i)
+ * state's last two tokens, and the look-ahead (any token before t first: remembered). valid:
+ * as pair_ok's. */
+static int entry_ok(const et_automaton *a, struct memo *mm, const struct pctx *x, uint32_t i,
+                    int valid)
 {
-    return pair_ok(a, mm, c->l2, c->l, a->tok[i], -1) && entry_live(a, mm, AUT_ANY, i, AUT_LOOK) >= 0 &&
-           entry_live(a, mm, c->l, i, AUT_LOOK) >= 0;
+    const uint32_t t = a->tok[i];
+    if (!pair_ok_c(a, mm, x, t, valid)) return 0;
+    const unsigned m = atomic_load_explicit(&a->live[i], memory_order_relaxed);
+    if ((m & 15u) < AUT_LOOK && entry_live(a, mm, AUT_ANY, i, AUT_LOOK) < 0) return 0;
+    /* live(l, i): most often the witness of live(AUT_ANY, i) with its probe remembered */
+    const uint32_t r = a->nxt[i], w = atomic_load_explicit(&a->wit[i], memory_order_relaxed);
+    if (a->accept[r]) return 1;
+    if (w && x->lk_packed) {
+        const uint32_t j = a->row[r] + (w >> 1) - 1u;
+        if (j < a->row[r + 1u] &&
+            (atomic_load_explicit(&a->live[j], memory_order_relaxed) & 15u) >= AUT_LOOK - 1u) {
+            const uint32_t u = a->tok[j];
+            if (!(a->head[u] & ~AUT_ENDS_APOS)) return 1;
+            const uint32_t sl = a->shape[(size_t)4u * t + x->lk_free],
+                           st = a->shape[(size_t)4u * u + 2u + !(a->head[t] & AUT_ENDS_APOS)];
+            if ((sl | st) < AUT_SHAPE_MAX) {
+                const uint64_t key = ((x->lk_s2 << 19 | sl) << 19 | st) << 2 |
+                                     (w & 1u ? AUT_CUT | AUT_INSIDE : AUT_CUT);
+                const uint64_t v = atomic_load_explicit(
+                    &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)],
+                    memory_order_relaxed);
+                if (v >> 2 == key && (v & 2u)) return 1;
+            }
+        }
+    }
+    return entry_live(a, mm, x->l, i, AUT_LOOK) >= 0;
 }
 
 int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
@@ -511,8 +810,10 @@ int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
     if (lo == a->row[c.row + 1u] || a->tok[lo] != token) return -1;
     if (a->flags & ET_AUT_CANONICAL) {
         struct memo mm;
-        memset(mm.key, 0, sizeof mm.key);
-        if (!entry_ok(a, &mm, &c, lo)) return -1;
+        struct pctx x;
+        if (!a->probes) memset(mm.key, 0, sizeof mm.key);
+        pctx_init(a, &x, c.l2, c.l);
+        if (!entry_ok(a, &mm, &x, lo, -1)) return -1;
     }
     return join_state(a, a->nxt[lo], c.l, token);
 }
@@ -540,11 +841,32 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     if (bits) memset(bits, 0, nbytes);
     const int canon = (a->flags & ET_AUT_CANONICAL) != 0;
     struct memo mm;
-    if (canon) memset(mm.key, 0, sizeof mm.key);
+    if (canon && !a->probes) memset(mm.key, 0, sizeof mm.key);
+    /* long rows: the first bytes after which l's bytes may go on in a token (l t can be a
+     * token only if t begins with one) */
+    uint64_t after_l[4] = {~0ull, ~0ull, ~0ull, ~0ull};
+    const et_model *m = a->m;
+    struct pctx x;
+    uint32_t apart_memo[AUT_APART];
+    if (canon) pctx_init(a, &x, c.l2, c.l);
+    if (canon && c.l != ET_NONE && a->row[c.row + 1u] - a->row[c.row] >= 256u &&
+        m->tnode[c.l] < m->n_cells) {
+        memset(after_l, 0, sizeof after_l);
+        memset(apart_memo, 0xFF, sizeof apart_memo);
+        x.apart = apart_memo;
+        for (unsigned b = 0; b < 256u; b++)
+            if (et_trie_next(m, m->tnode[c.l], (uint8_t)b) != ET_NONE)
+                after_l[b >> 6] |= (uint64_t)1 << (b & 63u);
+    }
     size_t w = 0;
     for (uint32_t i = a->row[c.row]; i < a->row[c.row + 1u]; i++) {
         const uint32_t t = a->tok[i];
-        if (canon && !entry_ok(a, &mm, &c, i)) continue;
+        if (canon) {
+            const uint32_t o = m->tokoff[t];
+            const int apart = o < m->tokoff[t + 1u] &&
+                              !(after_l[m->blob[o] >> 6] >> (m->blob[o] & 63u) & 1u);
+            if (!entry_ok(a, &mm, &x, i, apart ? -2 : -1)) continue;
+        }
         if (bits) bits[t >> 3] |= (uint8_t)(1u << (t & 7u));
         if (ids) {
             if (w == cap) return ET_E_FULL;
