@@ -306,12 +306,16 @@ def _classes(c: str) -> int:
 @functools.lru_cache(maxsize=None)
 def _stand_ins() -> "dict[tuple[int, int], str]":
     """One character beyond ASCII for each (classes, UTF-8 length) that has one."""
+    cps = [cp for cp in range(0x80, 0x110000) if not 0xD800 <= cp < 0xE000]
+    every = "".join(map(chr, cps))
+    bits = [0] * len(cps)
+    for k, pat in enumerate(_CLASSES):  # each class over all code points in one regex scan
+        for m in regex.finditer(pat, every):
+            bits[m.start()] |= 1 << k
     out: "dict[tuple[int, int], str]" = {}
-    for cp in range(0x80, 0x110000):
-        if 0xD800 <= cp < 0xE000:
-            continue
-        c = chr(cp)
-        out.setdefault((_classes(c), len(c.encode())), c)
+    for i, cp in enumerate(cps):
+        out.setdefault((bits[i], 1 if cp < 0x80 else 2 if cp < 0x800 else 3 if cp < 0x10000 else 4),
+                       chr(cp))
     return out
 
 
