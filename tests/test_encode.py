@@ -22,8 +22,19 @@ def test_real_text(enc, ref, corpora, kind):  # type: ignore[no-untyped-def]
 
 
 @given(st.one_of(texts, any_text))
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 def test_generated(enc, ref, text):  # type: ignore[no-untyped-def]
+    same_as_tiktoken(enc, ref, text)
+
+
+@pytest.mark.slow
+@given(st.one_of(texts, any_text))
+@settings(max_examples=10000, deadline=None)
+def test_generated_long(enc, ref, text):  # type: ignore[no-untyped-def]
+    same_as_tiktoken(enc, ref, text)
+
+
+def same_as_tiktoken(enc, ref, text: str) -> None:  # type: ignore[no-untyped-def]
     ids = ref.encode_ordinary(text)
     assert enc.encode_ordinary(text) == ids
     assert enc.count(text, disallowed_special=()) == len(ids)

@@ -680,9 +680,17 @@ def check_budgets(enc, ref, text: str, n: int) -> None:  # type: ignore[no-untyp
         assert got + enc.model.encode(data[used:] + more.encode())[0] == bare(full), repr(more)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from([None, *CONFIGS]), texts, st.integers(0, 40))
 def test_budgets_generated(minilm, trained, cfg, text, n) -> None:  # type: ignore[no-untyped-def]
+    path = minilm["tokenizer.json"] if cfg is None else trained[cfg]
+    check_budgets(edgetok.load(path), hf(path), text, n)
+
+
+@pytest.mark.slow
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([None, *CONFIGS]), texts, st.integers(0, 40))
+def test_budgets_generated_long(minilm, trained, cfg, text, n) -> None:  # type: ignore[no-untyped-def]
     path = minilm["tokenizer.json"] if cfg is None else trained[cfg]
     check_budgets(edgetok.load(path), hf(path), text, n)
 
