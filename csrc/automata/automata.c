@@ -561,23 +561,7 @@ static int pair_valid(const et_automaton *a, uint32_t x, uint32_t y, int apart)
         }
         if (!apart && n < AUT_PATH) path[n++] = key << 3 | (c != ET_NONE ? 4u : 0u) | 1u;
         apart = 0;
-        if (x > y) {
-            limit = x;
-            x = m->split[2u * x + 1u];
-            if (x == limit) {
-                limit = y + 1u;
-                y = m->split[2u * y];
-                if (y + 1u == limit) break;
-            }
-        } else {
-            limit = y + 1u;
-            y = m->split[2u * y];
-            if (y + 1u == limit) {
-                limit = x;
-                x = m->split[2u * x + 1u];
-                if (x == limit) break;
-            }
-        }
+        if (et_pair_unwind(m, &x, &y, &limit)) break;
         if (x >= m->n_vocab || y >= m->n_vocab) { /* only a damaged model */
             res = 0;
             break;

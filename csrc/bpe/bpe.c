@@ -167,23 +167,7 @@ static int valid_pair(const et_model *m, uint32_t a, uint32_t b)
         uint32_t c = concat(m, a, b);
         if (c != ET_NONE && c < limit) return 0;
         if (a >= m->n_vocab || b >= m->n_vocab) return 0;
-        if (a > b) {
-            limit = a;
-            a = m->split[2u * a + 1u];
-            if (a == limit) {
-                limit = b + 1u;
-                b = m->split[2u * b];
-                if (b + 1u == limit) return 1;
-            }
-        } else {
-            limit = b + 1u;
-            b = m->split[2u * b];
-            if (b + 1u == limit) {
-                limit = a;
-                a = m->split[2u * a + 1u];
-                if (a == limit) return 1;
-            }
-        }
+        if (et_pair_unwind(m, &a, &b, &limit)) return 1;
     }
     return 1; /* only a damaged model gets here */
 }

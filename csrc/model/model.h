@@ -210,6 +210,29 @@ static inline uint32_t et_tok(const struct et_model *m, uint32_t id, const uint8
     return b - a;
 }
 
+/* One step of the pair-validity test (bpe.c valid_pair) down the merge trees of a pair: the
+ * later of the two merges across the boundary is undone (*a's last or *b's first), *limit
+ * becomes the rank BPE must not merge the new pair below; 1 when neither can be undone (the
+ * pair is valid). Ids < n_vocab (the callers check). */
+static inline int et_pair_unwind(const struct et_model *m, uint32_t *a, uint32_t *b,
+                                 uint32_t *limit)
+{
+    if (*a > *b) {
+        *limit = *a;
+        *a = m->split[2u * *a + 1u];
+        if (*a != *limit) return 0;
+        *limit = *b + 1u;
+        *b = m->split[2u * *b];
+        return *b + 1u == *limit;
+    }
+    *limit = *b + 1u;
+    *b = m->split[2u * *b];
+    if (*b + 1u != *limit) return 0;
+    *limit = *a;
+    *a = m->split[2u * *a + 1u];
+    return *a == *limit;
+}
+
 /* Fills the SPLIT, PREFIX and TNODE tables of a model whose other sections are complete;
  * returns 1 when they are consistent for the backtracking encoder (see ET_FLAG_BACKTRACK). */
 int et_bpe_tables(const struct et_model *m, uint32_t *split, uint32_t *prefix, uint32_t *tnode);
