@@ -1,31 +1,50 @@
 """The `edgetok` command: files and stdin in, ids / text / counts out. Calls only edgetok's
-Python API; every failure becomes one line on stderr and a non-zero exit status."""
+Python API; every failure becomes one line on stderr and a non-zero exit status.
+
+Start-up matters here (a count of one file on a small board is mostly start-up), so this
+module imports only argparse, os and sys when it loads; each command imports what it uses
+(tests/test_cli_imports.py keeps `count` and `encode` that way)."""
 from __future__ import annotations
 
-import json
+import argparse
 import os
 import sys
-from typing import IO, BinaryIO, Iterable, Iterator
 
-import click
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings
+    from typing import BinaryIO, Callable, Iterable, Iterator, NoReturn
 
-import edgetok
+    import edgetok
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+DEFAULT_ENCODING = "cl100k_base"
 
 
-class Failure(click.ClickException):
+class Failure(Exception):
     """An expected failure: printed as 'edgetok: error: ...', exit status 1."""
 
-    def show(self, file: IO[str] | None = None) -> None:
-        click.echo(f"edgetok: error: {self.message}", err=True)
+    def show(self) -> None:
+        to_stderr(f"edgetok: error: {self}")
 
 
-def load_encoding(encoding: str, model: str | None) -> "edgetok.Encoding":
+class UsageError(Exception):
+    """Options that do not go together: the command's usage and this message, exit status 2."""
+
+
+def to_stderr(line: str) -> None:
+    """One line on stderr (none when stderr is closed)."""
+    if sys.stderr is not None:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
+def load_encoding(encoding: str | None, model: str | None) -> "edgetok.Encoding":
+    """The --model file, else the --encoding (cl100k_base when neither is given)."""
+    import edgetok
+
     try:
         if model:
             return edgetok.load(model)
-        return edgetok.get_encoding(encoding)
+        return edgetok.get_encoding(DEFAULT_ENCODING if encoding is None else encoding)
     except FileNotFoundError:
         raise Failure(f"{model}: no such file") from None
     except (ValueError, OSError) as e:
@@ -37,6 +56,8 @@ def source_tree_hint() -> str:
     run from the project's folder imports the folder's edgetok, not the installed one)."""
     from pathlib import Path
 
+    import edgetok
+
     here = Path(edgetok.__file__).parent
     if edgetok.list_encodings() or not (here.parent / "setup.py").exists():
         return ""
@@ -45,15 +66,16 @@ def source_tree_hint() -> str:
             "`python setup.py build_ext --inplace`")
 
 
-def model_options(f):  # type: ignore[no-untyped-def]
-    f = click.option("-m", "--model", metavar="PATH",
-                     help="An .etok model, or a GGUF, tokenizer.json, SentencePiece .model or tiktoken "
-                     "file, compiled on first use and cached (instead of --encoding); a folder "
-                     "holding tokenizer.json, or a hub id (Org/Name) in the local Hugging Face "
-                     "cache (never downloaded).")(f)
-    f = click.option("-e", "--encoding", default="cl100k_base", show_default=True,
-                     help="Built-in encoding (see `edgetok info --list`).")(f)
-    return f
+def model_options(p: argparse.ArgumentParser) -> None:
+    """-e/--encoding and -m/--model: which model a command uses (load_encoding)."""
+    p.add_argument("-e", "--encoding", metavar="NAME",
+                   help="Built-in encoding (see `edgetok info --list`; default: "
+                   f"{DEFAULT_ENCODING}).")
+    p.add_argument("-m", "--model", metavar="PATH",
+                   help="An .etok model, or a GGUF, tokenizer.json, SentencePiece .model or "
+                   "tiktoken file, compiled on first use and cached (instead of --encoding); a "
+                   "folder holding tokenizer.json, or a hub id (Org/Name) in the local Hugging "
+                   "Face cache (never downloaded).")
 
 
 class Output:
@@ -159,31 +181,28 @@ def text_chunks(path: str, errors: str, jobs: int = 1, out: Output | None = None
 def special_policy(allow: bool, as_text: bool) -> tuple[object, object]:
     """(allowed_special, disallowed_special) for the --allow-special / --special-as-text flags."""
     if allow and as_text:
-        raise click.UsageError("--allow-special and --special-as-text exclude each other")
+        raise UsageError("--allow-special and --special-as-text exclude each other")
     return ("all" if allow else frozenset()), (() if as_text else "all")
 
 
 def token_text(b: bytes) -> str:
     """A token's bytes, printable: JSON string escapes, invalid UTF-8 as \\xNN."""
+    import json
+
     s = b.decode("utf-8", "backslashreplace")
     return json.dumps(s, ensure_ascii=False)[1:-1].replace("\\\\x", "\\x")
 
 
-@click.group(context_settings=CONTEXT)
-@click.version_option(edgetok.__version__, prog_name="edgetok")
-def cli() -> None:
-    """Exact, fast tokenizer for language models (the ids tiktoken gives, much faster).
+ABOUT = "Exact, fast tokenizer for language models (the ids tiktoken gives, much faster)."
+EXAMPLES = """Examples:
+  echo "Hello world" | edgetok encode          ids, cl100k_base by default
+  edgetok encode notes.txt --format json
+  edgetok decode ids.txt                       ids back to text
+  edgetok count docs/*.md                      tokens per file, like wc
+  edgetok chunk book.txt -n 512                exact 512-token chunks, as JSONL
+  edgetok bench                                measure this machine
 
-    \b
-    Examples:
-      echo "Hello world" | edgetok encode          ids, cl100k_base by default
-      edgetok encode notes.txt --format json
-      edgetok decode ids.txt                       ids back to text
-      edgetok count docs/*.md                      tokens per file, like wc
-      edgetok chunk book.txt -n 512                exact 512-token chunks, as JSONL
-      edgetok bench                                measure this machine
-    """
-
+`edgetok COMMAND -h` shows a command's options and examples."""
 
 SPECIAL_HELP = ("Encode special tokens such as <|endoftext|> as their ids (by default such text "
                 "is an error, as in tiktoken).")
@@ -191,18 +210,29 @@ TEXT_HELP = "Treat text like <|endoftext|> as ordinary text (tiktoken's disallow
 ERRORS_HELP = "On invalid UTF-8: stop with an error (strict), or substitute U+FFFD (replace)."
 
 
-def jobs_option(f):  # type: ignore[no-untyped-def]
-    return click.option("-j", "--jobs", type=click.IntRange(1), default=None, metavar="N",
-                        help="Threads to use (default: all cores). The ids do not depend on it.")(f)
+def special_options(p: argparse.ArgumentParser) -> None:
+    """--allow-special and --special-as-text (special_policy)."""
+    p.add_argument("--allow-special", action="store_true", help=SPECIAL_HELP)
+    p.add_argument("--special-as-text", action="store_true", help=TEXT_HELP)
 
 
-def add_special_option(f):  # type: ignore[no-untyped-def]
-    return click.option(
-        "--add-special-tokens/--no-add-special-tokens", "add_special", default=None,
+def errors_option(p: argparse.ArgumentParser, default: str, help: str) -> None:
+    p.add_argument("--errors", choices=["strict", "replace"], default=default,
+                   help=help.rstrip(".") + " (default: %(default)s).")
+
+
+def jobs_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-j", "--jobs", type=at_least(1), metavar="N",
+                   help="Threads to use (default: all cores). The ids do not depend on it.")
+
+
+def add_special_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--add-special-tokens", dest="add_special", action=argparse.BooleanOptionalAction,
         help="Add what the model's file says goes around a text: a tokenizer.json's "
         "post-processor tokens (on by default, as Hugging Face's tokenizer(text)); a GGUF's "
         "BOS / EOS where llama.cpp's add_special adds them (off by default). `edgetok info` "
-        "says what is added.")(f)
+        "says what is added.")
 
 
 def resolve_jobs(jobs: int | None) -> int:
@@ -211,31 +241,33 @@ def resolve_jobs(jobs: int | None) -> int:
     return jobs or cores()
 
 
-@cli.command(context_settings=CONTEXT)
-@click.argument("file", default="-")
-@model_options
-@click.option("-f", "--format", "fmt", type=click.Choice(["ids", "json", "tokens"]), default="ids",
-              show_default=True, help="ids: space-separated; json: a JSON list; tokens: one "
-              "line per token with its id and bytes.")
-@click.option("--allow-special", is_flag=True, help=SPECIAL_HELP)
-@click.option("--special-as-text", is_flag=True, help=TEXT_HELP)
-@click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict",
-              show_default=True, help=ERRORS_HELP)
-@click.option("--bos", is_flag=True, help="Start with the model's BOS id (SentencePiece models, "
-              "GGUF files: the one they declare).")
-@click.option("--eos", is_flag=True, help="End with the model's EOS id (SentencePiece models, "
-              "GGUF files).")
-@add_special_option
-@jobs_option
-@click.option("--pair", metavar="FILE2", help="Encode FILE and FILE2 as a sentence pair, as "
-              "Hugging Face's tokenizer(text, pair): the post-processor's pair template ([CLS] A "
-              "[SEP] B [SEP] for BERT models); -f json also gives type_ids and attention_mask.")
-@click.option("--max-length", type=click.IntRange(0), metavar="N",
-              help="Truncate to N ids, the added tokens included (as Hugging Face's truncation; "
-              "with --pair or alone).")
-@click.option("--truncation", type=click.Choice(["longest_first", "only_first", "only_second"]),
-              default="longest_first", show_default=True, help="Which text --max-length cuts.")
-def encode(file: str, encoding: str, model: str | None, fmt: str, allow_special: bool,
+def encode_options(p: argparse.ArgumentParser) -> None:
+    file_argument(p)
+    model_options(p)
+    p.add_argument("-f", "--format", dest="fmt", choices=["ids", "json", "tokens"], default="ids",
+                   help="ids: space-separated; json: a JSON list; tokens: one line per token "
+                   "with its id and bytes (default: %(default)s).")
+    special_options(p)
+    errors_option(p, "strict", ERRORS_HELP)
+    p.add_argument("--bos", action="store_true", help="Start with the model's BOS id "
+                   "(SentencePiece models, GGUF files: the one they declare).")
+    p.add_argument("--eos", action="store_true", help="End with the model's EOS id "
+                   "(SentencePiece models, GGUF files).")
+    add_special_option(p)
+    jobs_option(p)
+    p.add_argument("--pair", metavar="FILE2", help="Encode FILE and FILE2 as a sentence pair, "
+                   "as Hugging Face's tokenizer(text, pair): the post-processor's pair template "
+                   "([CLS] A [SEP] B [SEP] for BERT models); -f json also gives type_ids and "
+                   "attention_mask.")
+    p.add_argument("--max-length", type=at_least(0), metavar="N",
+                   help="Truncate to N ids, the added tokens included (as Hugging Face's "
+                   "truncation; with --pair or alone).")
+    p.add_argument("--truncation", choices=["longest_first", "only_first", "only_second"],
+                   default="longest_first",
+                   help="Which text --max-length cuts (default: %(default)s).")
+
+
+def encode(file: str, encoding: str | None, model: str | None, fmt: str, allow_special: bool,
            special_as_text: bool, errors: str, bos: bool, eos: bool, add_special: bool | None,
            jobs: int | None, pair: str | None, max_length: int | None, truncation: str) -> None:
     """Print the token ids of FILE (default: stdin).
@@ -245,7 +277,6 @@ def encode(file: str, encoding: str, model: str | None, fmt: str, allow_special:
     tokenizer(text) adds them. --format tokens shows each token's character and byte offsets
     in the input (start:end, Hugging Face's offsets; added tokens 0:0).
 
-    \b
     Examples:
       echo "Hello world" | edgetok encode
       edgetok encode book.txt --format json > ids.json
@@ -306,6 +337,8 @@ def encode(file: str, encoding: str, model: str | None, fmt: str, allow_special:
 def encode_pair(enc: "edgetok.Encoding", file: str, pair: str | None, fmt: str, errors: str,
                 add_special: bool | None, max_length: int | None, truncation: str) -> None:
     """encode --pair / --max-length: the whole texts through Encoding.encode_pair."""
+    import json
+
     if fmt == "tokens":
         raise Failure("--pair and --max-length print ids (-f ids) or JSON (-f json)")
     if pair == file == "-":
@@ -392,19 +425,19 @@ def read_ids(path: str) -> Iterator[list[int]]:
             return
 
 
-@cli.command(context_settings=CONTEXT)
-@click.argument("file", default="-")
-@model_options
-@click.option("--errors", type=click.Choice(["replace", "strict"]), default="replace",
-              show_default=True, help="Bytes that are not UTF-8 (ids cut inside a character): "
-              "U+FFFD (replace) or an error (strict).")
-def decode(file: str, encoding: str, model: str | None, errors: str) -> None:
+def decode_options(p: argparse.ArgumentParser) -> None:
+    file_argument(p)
+    model_options(p)
+    errors_option(p, "replace", "Bytes that are not UTF-8 (ids cut inside a character): U+FFFD "
+                  "(replace) or an error (strict).")
+
+
+def decode(file: str, encoding: str | None, model: str | None, errors: str) -> None:
     """Print the text of the token ids in FILE (default: stdin).
 
     Ids are separated by spaces, newlines or commas (a JSON list works too). Text is printed
     as soon as it forms whole characters, so a model's output can be piped through live.
 
-    \b
     Examples:
       echo "9906 1917" | edgetok decode
       edgetok encode notes.txt | edgetok decode
@@ -430,34 +463,34 @@ def decode(file: str, encoding: str, model: str | None, errors: str) -> None:
         out.flush()
 
 
-@cli.command(context_settings=CONTEXT)
-@click.argument("files", nargs=-1)
-@model_options
-@click.option("--allow-special", is_flag=True, help=SPECIAL_HELP)
-@click.option("--special-as-text", is_flag=True, help=TEXT_HELP)
-@click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict",
-              show_default=True, help=ERRORS_HELP)
-@click.option("--limit", type=click.IntRange(0), metavar="N",
-              help="Exit with status 1, saying by how much, if a file has more than N tokens.")
-@add_special_option
-@click.option("--messages", is_flag=True,
-              help="Each FILE is a chat as JSON (a list of {role, content} messages, or an "
-              "object with messages and tools): count it as the model sees it. With "
-              "--chat-model, OpenAI's per-message overheads (and tool definitions as the "
-              "OpenAI cookbook counts them); else the --model file's chat template (jinja2).")
-@click.option("--chat-model", metavar="NAME",
-              help="With --messages: the OpenAI chat model (gpt-4o, gpt-4, gpt-3.5-turbo-0301, "
-              "...); its encoding unless -e or --model is given.")
-@click.option("--generation-prompt", is_flag=True,
-              help="With --messages and a chat template: add the assistant's generation prompt.")
-@jobs_option
-def count(files: tuple[str, ...], encoding: str, model: str | None, allow_special: bool,
+def count_options(p: argparse.ArgumentParser) -> None:
+    files_argument(p)
+    model_options(p)
+    special_options(p)
+    errors_option(p, "strict", ERRORS_HELP)
+    p.add_argument("--limit", type=at_least(0), metavar="N",
+                   help="Exit with status 1, saying by how much, if a file has more than N tokens.")
+    add_special_option(p)
+    p.add_argument("--messages", action="store_true",
+                   help="Each FILE is a chat as JSON (a list of {role, content} messages, or an "
+                   "object with messages and tools): count it as the model sees it. With "
+                   "--chat-model, OpenAI's per-message overheads (and tool definitions as the "
+                   "OpenAI cookbook counts them); else the --model file's chat template (jinja2).")
+    p.add_argument("--chat-model", metavar="NAME",
+                   help="With --messages: the OpenAI chat model (gpt-4o, gpt-4, "
+                   "gpt-3.5-turbo-0301, ...); its encoding unless -e or --model is given.")
+    p.add_argument("--generation-prompt", action="store_true",
+                   help="With --messages and a chat template: add the assistant's generation "
+                   "prompt.")
+    jobs_option(p)
+
+
+def count(files: list[str], encoding: str | None, model: str | None, allow_special: bool,
           special_as_text: bool, errors: str, limit: int | None, add_special: bool | None,
           messages: bool, chat_model: str | None, generation_prompt: bool,
           jobs: int | None) -> None:
     """Count the tokens of each FILE (default: stdin), like wc, with a total for several.
 
-    \b
     Examples:
       edgetok count notes.txt
       edgetok count docs/*.md
@@ -469,10 +502,12 @@ def count(files: tuple[str, ...], encoding: str, model: str | None, allow_specia
     from edgetok.stream import encode_stream
 
     if chat_model and not messages:
-        raise click.UsageError("--chat-model goes with --messages")
+        raise UsageError("--chat-model goes with --messages")
+    paths = tuple(files) or ("-",)
     if messages:
-        source = click.get_current_context().get_parameter_source("encoding")
-        if chat_model and not model and source == click.core.ParameterSource.DEFAULT:
+        if chat_model and not model and encoding is None:
+            import edgetok
+
             try:
                 enc = edgetok.encoding_for_model(chat_model)
             except KeyError:
@@ -480,11 +515,10 @@ def count(files: tuple[str, ...], encoding: str, model: str | None, allow_specia
                               "knows") from None
         else:
             enc = load_encoding(encoding, model)
-        count_messages(enc, files or ("-",), chat_model, generation_prompt, limit)
+        count_messages(enc, paths, chat_model, generation_prompt, limit)
         return
     enc = load_encoding(encoding, model)
     allowed, disallowed = special_policy(allow_special, special_as_text)
-    paths = files or ("-",)
     jobs = resolve_jobs(jobs)
     inner = 1 if len(paths) > 1 else jobs  # many files: one per thread; one file: shards
 
@@ -546,6 +580,8 @@ def count_messages(enc: "edgetok.Encoding", paths: tuple[str, ...], chat_model: 
 def count_chat(enc: "edgetok.Encoding", path: str, chat_model: str | None,
                generation_prompt: bool) -> int:
     """The token count of one JSON chat file."""
+    import json
+
     name = "<stdin>" if path == "-" else path
     f = open_input(path)
     try:
@@ -568,27 +604,28 @@ def count_chat(enc: "edgetok.Encoding", path: str, chat_model: str | None,
         raise Failure(f"{name}: the chat template failed: {e}") from None
 
 
-@cli.command(context_settings=CONTEXT)
-@click.argument("file", default="-")
-@click.option("-n", "--max-tokens", type=click.IntRange(1), required=True,
-              help="Tokens per chunk at most (counted on the chunk's own text, with the "
-              "special tokens encode adds around it: BERT's [CLS] / [SEP], a tokenizer.json's "
-              "post-processor).")
-@click.option("--overlap", type=click.IntRange(0), default=0, show_default=True,
-              help="Start each chunk up to this many tokens before the previous one ends.")
-@click.option("--boundary", type=click.Choice(["paragraph", "line", "sentence", "char"]),
-              default="char", show_default=True,
-              help="End chunks after the last break of this kind that fits (then finer kinds); "
-              "char: fill every chunk exactly.")
-@click.option("-f", "--format", "fmt", type=click.Choice(["jsonl", "text"]), default="jsonl",
-              show_default=True, help="jsonl: one JSON object per chunk (text, tokens, byte "
-              "offsets); text: the chunks separated by form feeds (\\f).")
-@model_options
-@click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict",
-              show_default=True, help=ERRORS_HELP)
-@add_special_option
-def chunk(file: str, max_tokens: int, overlap: int, boundary: str, fmt: str, encoding: str,
-          model: str | None, errors: str, add_special: bool | None) -> None:
+def chunk_options(p: argparse.ArgumentParser) -> None:
+    file_argument(p)
+    p.add_argument("-n", "--max-tokens", type=at_least(1), required=True, metavar="N",
+                   help="Tokens per chunk at most (counted on the chunk's own text, with the "
+                   "special tokens encode adds around it: BERT's [CLS] / [SEP], a "
+                   "tokenizer.json's post-processor).")
+    p.add_argument("--overlap", type=at_least(0), default=0, metavar="N",
+                   help="Start each chunk up to this many tokens before the previous one ends "
+                   "(default: %(default)s).")
+    p.add_argument("--boundary", choices=["paragraph", "line", "sentence", "char"],
+                   default="char", help="End chunks after the last break of this kind that fits "
+                   "(then finer kinds); char: fill every chunk exactly (default: %(default)s).")
+    p.add_argument("-f", "--format", dest="fmt", choices=["jsonl", "text"], default="jsonl",
+                   help="jsonl: one JSON object per chunk (text, tokens, byte offsets); text: the "
+                   "chunks separated by form feeds (\\f) (default: %(default)s).")
+    model_options(p)
+    errors_option(p, "strict", ERRORS_HELP)
+    add_special_option(p)
+
+
+def chunk(file: str, max_tokens: int, overlap: int, boundary: str, fmt: str,
+          encoding: str | None, model: str | None, errors: str, add_special: bool | None) -> None:
     """Cut FILE (default: stdin) into chunks of at most N tokens, exactly.
 
     Chunks end between characters, and without --overlap they concatenate back to the input
@@ -596,17 +633,18 @@ def chunk(file: str, max_tokens: int, overlap: int, boundary: str, fmt: str, enc
     WordPiece models (BERT, embedding models) end chunks after whole words, and count the
     [CLS] / [SEP] that encode adds (so -n 512 fits a 512-token window).
 
-    \b
     Examples:
       edgetok chunk book.txt --max-tokens 512 > chunks.jsonl
       edgetok chunk notes.md -n 256 --boundary paragraph --overlap 32
       cat log.txt | edgetok chunk -n 1000 --format text
       edgetok chunk docs.txt -n 512 --model all-MiniLM-L6-v2/tokenizer.json
     """
+    import json
+
     from edgetok.stream import chunk_stream
 
     if overlap >= max_tokens:
-        raise click.UsageError("--overlap must be less than --max-tokens")
+        raise UsageError("--overlap must be less than --max-tokens")
     enc = load_encoding(encoding, model)
     out = Output()
     blocks = (t.encode("utf-8", "surrogatepass") for t in text_chunks(file, errors, out=out))
@@ -625,32 +663,38 @@ def chunk(file: str, max_tokens: int, overlap: int, boundary: str, fmt: str, enc
     out.flush()
 
 
-@cli.command(name="compile", context_settings=CONTEXT)
-@click.argument("vocab")
-@click.option("-o", "--output", required=True, metavar="X.etok", help="The model file to write.")
-@click.option("--special", "specials", multiple=True, metavar="TOKEN=ID",
-              help="A special token and its id (repeatable), e.g. '<|endoftext|>=100257'.")
-@click.option("--pretokenizer", type=click.Choice(["cl100k", "o200k", "gpt2", "gpt2-digits", "llama3",
-                                                   "qwen2"]),
-              default="cl100k", show_default=True,
-              help="How tiktoken vocabularies split text, regex-free: the pattern of cl100k_base, "
-              "o200k_base, GPT-2 (r50k/p50k), GPT-2 after each digit is split off (StarCoder), "
-              "Llama-3 (the older cl100k one) or Qwen2 (Llama-3's "
-              "with one digit a piece). GGUF and tokenizer.json files name their own.")
-@click.option("--pattern", metavar="REGEX",
-              help="Instead of --pretokenizer: the vocabulary's own pattern. One a regex-free "
-              "pretokenizer reproduces gets it; any other runs through the `regex` module.")
-@click.option("--fairseq-ids", is_flag=True,
-              help="SentencePiece .model: the ids Hugging Face's XLM-RoBERTa tokenizers give "
-              "(fairseq's dictionary: <s> 0, <pad> 1, </s> 2, <unk> 3, every other piece one up, "
-              "<mask> last).")
-@click.option("--lowercase/--no-lowercase", default=None,
-              help="A WordPiece vocab.txt: whether BertNormalizer lowercases (and strips accents); "
-              "default: do_lower_case of a tokenizer_config.json beside it, else yes.")
-def compile_(vocab: str, output: str, specials: tuple[str, ...], pretokenizer: str,
+def compile_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("vocab", metavar="VOCAB")
+    p.add_argument("-o", "--output", required=True, metavar="X.etok",
+                   help="The model file to write.")
+    p.add_argument("--special", dest="specials", action="append", default=[], metavar="TOKEN=ID",
+                   help="A special token and its id (repeatable), e.g. '<|endoftext|>=100257'.")
+    p.add_argument("--pretokenizer", choices=["cl100k", "o200k", "gpt2", "gpt2-digits", "llama3",
+                                              "qwen2"], default="cl100k",
+                   help="How tiktoken vocabularies split text, regex-free: the pattern of "
+                   "cl100k_base, o200k_base, GPT-2 (r50k/p50k), GPT-2 after each digit is split "
+                   "off (StarCoder), Llama-3 (the older cl100k one) or Qwen2 (Llama-3's with one "
+                   "digit a piece). GGUF and tokenizer.json files name their own (default: "
+                   "%(default)s).")
+    p.add_argument("--pattern", metavar="REGEX",
+                   help="Instead of --pretokenizer: the vocabulary's own pattern. One a "
+                   "regex-free pretokenizer reproduces gets it; any other runs through the "
+                   "`regex` module. A pattern that starts with '-' goes as --pattern=REGEX.")
+    p.add_argument("--fairseq-ids", action="store_true",
+                   help="SentencePiece .model: the ids Hugging Face's XLM-RoBERTa tokenizers "
+                   "give (fairseq's dictionary: <s> 0, <pad> 1, </s> 2, <unk> 3, every other "
+                   "piece one up, <mask> last).")
+    p.add_argument("--lowercase", action=argparse.BooleanOptionalAction,
+                   help="A WordPiece vocab.txt: whether BertNormalizer lowercases (and strips "
+                   "accents); default: do_lower_case of a tokenizer_config.json beside it, else "
+                   "yes.")
+
+
+def compile_(vocab: str, output: str, specials: list[str], pretokenizer: str,
              pattern: str | None, fairseq_ids: bool, lowercase: bool | None) -> None:
-    """Compile a vocabulary into an .etok model, for --model on every command and
-    edgetok.load(): a tiktoken file (base64 token and rank per line; gzip is fine), a GGUF
+    """Compile a vocabulary into an .etok model, for --model and edgetok.load().
+
+    Vocabularies: a tiktoken file (base64 token and rank per line; gzip is fine), a GGUF
     model file or a Hugging Face tokenizer.json with byte-level BPE (GPT-2, Llama-3, Qwen2
     and the like; other pre-tokenizer patterns run through the `regex` module), or a
     SentencePiece Unigram .model (XLM-R, T5, ALBERT and their fine-tunes), or a BERT WordPiece
@@ -658,8 +702,7 @@ def compile_(vocab: str, output: str, specials: tuple[str, ...], pretokenizer: s
     these files directly, compiling them on first use into ~/.cache/edgetok/models
     (keyed on path, size and modification time; EDGETOK_NO_CACHE=1 compiles every time).
 
-    \b
-    Example:
+    Examples:
       edgetok compile my.tiktoken -o my.etok --special '<|endoftext|>=100257'
       edgetok compile Meta-Llama-3-8B.Q4_K_M.gguf -o llama3.etok
       edgetok compile Qwen2.5-7B/tokenizer.json -o qwen.etok
@@ -685,7 +728,7 @@ def compile_(vocab: str, output: str, specials: tuple[str, ...], pretokenizer: s
     except (ValueError, OSError) as e:
         raise Failure(str(e)) from None
     write_replacing(output, image)
-    click.echo(f"wrote {output} ({len(image)} bytes)", err=True)
+    to_stderr(f"wrote {output} ({len(image)} bytes)")
 
 
 def write_replacing(path: str, data: bytes) -> None:
@@ -722,19 +765,25 @@ def write_replacing(path: str, data: bytes) -> None:
                 pass
 
 
-@cli.command(context_settings=CONTEXT)
-@model_options
-@click.option("--list", "list_", is_flag=True, help="List the built-in encodings.")
-@click.option("--verify", is_flag=True, help="Also verify the model file's checksum.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def info(encoding: str, model: str | None, list_: bool, verify: bool, as_json: bool) -> None:
+def info_options(p: argparse.ArgumentParser) -> None:
+    model_options(p)
+    p.add_argument("--list", dest="list_", action="store_true", help="List the built-in encodings.")
+    p.add_argument("--verify", action="store_true", help="Also verify the model file's checksum.")
+    p.add_argument("--json", dest="as_json", action="store_true", help="Print JSON.")
+
+
+def info(encoding: str | None, model: str | None, list_: bool, verify: bool, as_json: bool) -> None:
     """Describe an encoding and its model file.
 
-    \b
     Examples:
       edgetok info
       edgetok info --model my.etok --verify
+      edgetok info --list
     """
+    import json
+
+    import edgetok
+
     out = Output()
     if list_:
         out.write("".join(f"{name}\n" for name in edgetok.list_encodings()))
@@ -809,27 +858,33 @@ def info(encoding: str, model: str | None, list_: bool, verify: bool, as_json: b
         sys.exit(1)
 
 
-@cli.command(context_settings=CONTEXT)
-@click.argument("files", nargs=-1)
-@click.option("-e", "--encoding", default="cl100k_base", show_default=True, help="Built-in encoding.")
-@click.option("--seconds", type=click.FloatRange(0.05), default=1.0, show_default=True,
-              help="Time spent on each measurement (more is steadier).")
-@click.option("--no-compare", is_flag=True, help="Do not measure tiktoken and regex alongside.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (for collecting results).")
-def bench(files: tuple[str, ...], encoding: str, seconds: float, no_compare: bool,
+def bench_options(p: argparse.ArgumentParser) -> None:
+    files_argument(p)
+    p.add_argument("-e", "--encoding", default=DEFAULT_ENCODING, metavar="NAME",
+                   help="Built-in encoding (default: %(default)s).")
+    p.add_argument("--seconds", type=at_least(0.05), default=1.0, metavar="S",
+                   help="Time spent on each measurement (more is steadier; default: %(default)s).")
+    p.add_argument("--no-compare", action="store_true",
+                   help="Do not measure tiktoken and regex alongside.")
+    p.add_argument("--json", dest="as_json", action="store_true",
+                   help="Print JSON (for collecting results).")
+
+
+def bench(files: list[str], encoding: str, seconds: float, no_compare: bool,
           as_json: bool) -> None:
-    """Measure this machine: encode, count and pretokenizer throughput (side by side with
-    tiktoken and the regex module when installed), cold start, peak memory.
+    """Measure this machine: encode, count and pretokenizer throughput, cold start, memory.
 
-    Without FILES it uses the sample texts shipped in the package (English prose, code,
-    non-Latin scripts), so results from different boards compare.
+    Throughput is measured side by side with tiktoken and the regex module when they are
+    installed. Without FILES it uses the sample texts shipped in the package (English prose,
+    code, non-Latin scripts), so results from different boards compare.
 
-    \b
     Examples:
       edgetok bench
       edgetok bench --json > pi4.json
       edgetok bench my_corpus.txt --seconds 3
     """
+    import json
+
     from . import bench as b
 
     for f in files:
@@ -837,35 +892,40 @@ def bench(files: tuple[str, ...], encoding: str, seconds: float, no_compare: boo
     load_encoding(encoding, None)  # a clear error where the models are missing
     out = Output()
     try:
-        r = b.run(encoding, files, seconds, not no_compare,
-                  lambda msg: click.echo(msg, err=True) if not as_json else None)
+        r = b.run(encoding, tuple(files), seconds, not no_compare,
+                  lambda msg: to_stderr(msg) if not as_json else None)
     except b.BenchError as e:
         raise Failure(str(e)) from None
     out.write((json.dumps(r, indent=2) if as_json else b.render(r)) + "\n")
     out.flush()
 
 
-@cli.command("regex", context_settings=CONTEXT)
-@click.argument("pattern")
-@model_options
-@click.option("--canonical", is_flag=True,
-              help="Allow only tokens that can continue a canonical tokenization (what encode "
-              "would give); BPE models with a regex-free pretokenizer.")
-@click.option("--sample", type=click.IntRange(0), default=0, metavar="N",
-              help="Also print N random strings of the pattern, each with its ids (encode's).")
-@click.option("--seed", type=int, default=None, help="Seed for --sample (default: random).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def regex_cmd(pattern: str, encoding: str, model: str | None, canonical: bool, sample: int,
-              seed: int | None, as_json: bool) -> None:
-    """Compile PATTERN (a regular expression the whole text must match) into a token-level
-    automaton for constrained decoding: print its size, compile time and memory, and with
-    --sample N random strings of the pattern with their ids.
+def regex_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("pattern", metavar="PATTERN")
+    model_options(p)
+    p.add_argument("--canonical", action="store_true",
+                   help="Allow only tokens that can continue a canonical tokenization (what "
+                   "encode would give); BPE models with a regex-free pretokenizer.")
+    p.add_argument("--sample", type=at_least(0), default=0, metavar="N",
+                   help="Also print N random strings of the pattern, each with its ids (encode's).")
+    p.add_argument("--seed", type=int, metavar="N", help="Seed for --sample (default: random).")
+    p.add_argument("--json", dest="as_json", action="store_true", help="Print JSON.")
 
-    \b
+
+def regex_cmd(pattern: str, encoding: str | None, model: str | None, canonical: bool,
+              sample: int, seed: int | None, as_json: bool) -> None:
+    """Compile PATTERN into a token-level automaton for constrained decoding.
+
+    PATTERN is a regular expression the whole text must match. Prints the automaton's size,
+    compile time and memory, and with --sample N random strings of the pattern with their
+    ids. A pattern that starts with '-' goes after `--`.
+
     Examples:
       edgetok regex '[0-9]{4}-[0-9]{2}-[0-9]{2}'
       edgetok regex '(yes|no|maybe)' --canonical --sample 5
+      edgetok regex -- '-?[0-9]+'
     """
+    import json
     import random
 
     enc = load_encoding(encoding, model)
@@ -901,13 +961,167 @@ def regex_cmd(pattern: str, encoding: str, model: str | None, canonical: bool, s
             out.write(f"{json.dumps(smp['text'], ensure_ascii=False)}\t"
                       f"{' '.join(map(str, smp['ids']))}\n")
     if sample and len(samples) < sample:
-        click.echo(f"edgetok: warning: {len(samples)} of {sample} samples found", err=True)
+        to_stderr(f"edgetok: warning: {len(samples)} of {sample} samples found")
     out.flush()
+
+
+# -- the command line: argparse, one parser for the command that runs -----------------------
+
+COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[..., None]]] = {
+    # name: (its arguments in the usage line, a function adding its options, the command)
+    "encode": ("[FILE]", encode_options, encode),
+    "decode": ("[FILE]", decode_options, decode),
+    "count": ("[FILE ...]", count_options, count),
+    "chunk": ("-n N [FILE]", chunk_options, chunk),
+    "compile": ("VOCAB -o X.etok", compile_options, compile_),
+    "info": ("", info_options, info),
+    "bench": ("[FILE ...]", bench_options, bench),
+    "regex": ("PATTERN", regex_options, regex_cmd),
+}
+
+
+def run(argv: list[str]) -> None:
+    """Run the command that argv (the arguments after `edgetok`) names. A usage error ends
+    with the command's usage and one error line, status 2 (argparse's way); a Failure with
+    one error line, status 1."""
+    if not argv or argv[0] not in COMMANDS:
+        top_level(argv)
+    name, rest = argv[0], argv[1:]
+    usage, add_options, command = COMMANDS[name]
+    parser = new_parser(f"edgetok {name}", f"%(prog)s [options] {usage}".rstrip(), command.__doc__)
+    add_options(parser)
+    args = parse(parser, rest)
+    try:
+        command(**args)
+    except UsageError as e:
+        parser.error(str(e))
+    except Failure as e:
+        e.show()
+        sys.exit(1)
+
+
+def parse(parser: argparse.ArgumentParser, args: list[str]) -> dict[str, object]:
+    """parser.parse_args(args), where options may also come between FILEs (`count a.txt -j 2
+    b.txt`). (argparse's parse_intermixed_args does that too, but before Python 3.12 it loses
+    `--`: `count -- -a.txt` would take -a.txt for an option.)"""
+    ns, extra = parser.parse_known_args(args)
+    end = extra.index("--") if "--" in extra else len(extra)
+    unknown = [a for a in extra[:end] if a.startswith("-") and a != "-"]
+    if extra and not unknown and isinstance(getattr(ns, "files", None), list):
+        ns.files += extra[:end] + extra[end + 1:]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(unknown or extra)}")
+    return vars(ns)
+
+
+def top_level(argv: list[str]) -> NoReturn:
+    """`edgetok` without a command: -h/--help, --version, or a usage error (no command, an
+    unknown one, an option the command line does not have)."""
+    import edgetok
+
+    names = "\n".join(f"  {name:<9}{summary(fn.__doc__)}" for name, (_, _, fn) in COMMANDS.items())
+    parser = new_parser("edgetok", "%(prog)s [-h] [--version] COMMAND [ARGS]...",
+                        f"{ABOUT}\n\nCommands:\n{names}", EXAMPLES)
+    parser.add_argument("--version", action="version",
+                        version=f"%(prog)s, version {edgetok.__version__}")
+    parser.add_argument("command", nargs="?", choices=list(COMMANDS), metavar="COMMAND",
+                        help=argparse.SUPPRESS)
+    if not argv:
+        parser.print_help(sys.stderr)
+        sys.exit(2)
+    parser.parse_args(argv)  # -h and --version exit 0, anything else that is wrong 2
+    parser.error("the command comes first")  # (`edgetok -- count`)
+
+
+def new_parser(prog: str, usage: str, doc: str | None,
+               epilog: str | None = None) -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(prog=prog, usage=usage, description=cleandoc(doc or ""),
+                                   epilog=epilog, formatter_class=HelpFormat, allow_abbrev=False)
+
+
+def cleandoc(doc: str) -> str:
+    """A docstring without the indentation it has in the source (inspect.cleandoc's result;
+    inspect itself costs milliseconds to import)."""
+    first, _, rest = doc.expandtabs().partition("\n")
+    lines = rest.split("\n")
+    margin = min((len(line) - len(line.lstrip()) for line in lines if line.strip()), default=0)
+    return "\n".join([first.strip(), *(line[margin:].rstrip() for line in lines)]).strip()
+
+
+def summary(doc: str | None) -> str:
+    """A command's one-line summary: the first line of its docstring."""
+    return (doc or "").strip().partition("\n")[0]
+
+
+class HelpFormat(argparse.HelpFormatter):
+    """argparse's help laid out for these texts: paragraphs wrapped to the terminal (100
+    columns at most), indented lines (examples, the command list) as written, and each
+    option's value named once ("-f, --format {ids,json,tokens}", as Python 3.13 does)."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=32, width=help_width())
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        return "\n\n".join(
+            "\n".join(indent + line for line in block.splitlines())
+            if any(line.startswith(" ") for line in block.splitlines())
+            else textwrap.fill(" ".join(block.split()), width, initial_indent=indent,
+                               subsequent_indent=indent)
+            for block in text.split("\n\n"))
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        if not action.option_strings or action.nargs == 0:
+            return super()._format_action_invocation(action)
+        value = self._format_args(action, self._get_default_metavar_for_optional(action))
+        return f"{', '.join(action.option_strings)} {value}"
+
+
+def help_width() -> int:
+    """Columns for help text: $COLUMNS or the terminal's width, 80 without one, at most 100,
+    less 2 as argparse leaves (shutil.get_terminal_size's answer without importing shutil,
+    which every parser asks for and a count never needs)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return min(columns or 80, 100) - 2
+
+
+def at_least(least: int | float) -> Callable[[str], int | float]:
+    """An option's type: a number of the type of `least`, not below it (a usage error names
+    the option and the value)."""
+    kind = type(least)
+
+    def convert(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        if not value >= least:  # (NaN too)
+            raise argparse.ArgumentTypeError(f"{text} is less than {least}")
+        return value
+    return convert
+
+
+def file_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", nargs="?", default="-", metavar="FILE",
+                   help="The input (default: stdin, also as -).")
+
+
+def files_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("files", nargs="*", metavar="FILE",
+                   help="The inputs (default: stdin, also as -).")
 
 
 class Interrupted(BaseException):
     """Ctrl-C (SIGINT): unwinds like KeyboardInterrupt (files are closed, temporary ones
-    removed), but past click, which would print "Aborted!" and exit 1."""
+    removed) up to main(), which then ends the process by SIGINT itself, quietly."""
 
 
 def on_sigint(signum: int, frame: object) -> None:
@@ -926,7 +1140,7 @@ def main() -> None:
         signal.signal(signal.SIGINT, on_sigint)
     code: int | str | None
     try:
-        cli.main(prog_name="edgetok")  # (standalone: ends in SystemExit)
+        run(sys.argv[1:])
         code = 0
     except SystemExit as e:
         code = e.code
@@ -935,14 +1149,14 @@ def main() -> None:
         os.kill(os.getpid(), signal.SIGINT)
         os._exit(130)  # (where the signal did not end the process)
     except OSError as e:  # an error no command expected: still one line
-        click.echo(f"edgetok: error: {e.strerror or e}", err=True)
+        to_stderr(f"edgetok: error: {e.strerror or e}")
         code = 1
     try:
         if sys.stdout is not None:
             sys.stdout.flush()
     except OSError as e:
         if not code:
-            click.echo(f"edgetok: error: cannot write the output: {e.strerror or e}", err=True)
+            to_stderr(f"edgetok: error: cannot write the output: {e.strerror or e}")
             code = 1
         if sys.stderr is not None:
             sys.stderr.flush()

@@ -43,7 +43,7 @@ for plat in "${PLATS[@]}"; do
     arch=$(debarch "$plat")
     tri=$(triplet "$plat")
     sysroot=$WORK/sysroot/$BUILD_SUITE-$arch
-    make_root "$BUILD_SUITE" "$plat" "$sysroot" python3,python3-cffi,python3-click,python3-pip,libpython3-dev
+    make_root "$BUILD_SUITE" "$plat" "$sysroot" python3,python3-cffi,python3-pip,libpython3-dev
     pyinc=$(ls -d "$sysroot"/usr/include/python3.* | head -1)
     [ -e "$pyinc/Python.h" ] && [ -e "$sysroot/usr/include/$tri/$(basename "$pyinc")/pyconfig.h" ] \
         || die "no Python headers in $sysroot"

@@ -17,7 +17,7 @@ need_tools
     || die "no native build in $WORK/venv: run bash cross/build.sh first"
 for plat in "${ALL_PLATS[@]}"; do
     make_root "$TEST_SUITE" "$plat" "$WORK/rootfs/$TEST_SUITE-$(debarch "$plat")" \
-        python3,python3-cffi,python3-click,python3-pip
+        python3,python3-cffi,python3-pip
 done
 "$WORK/venv/bin/python" -m pip install -q --disable-pip-version-check \
     'pytest>=7' 'tiktoken==0.14.0'

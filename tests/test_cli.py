@@ -142,7 +142,55 @@ def test_compile_and_model(ref, tmp_path):  # type: ignore[no-untyped-def]
 
 
 def test_help_and_version():  # type: ignore[no-untyped-def]
-    assert b"Examples" in run("--help").stdout
-    for cmd in ("encode", "decode", "count", "compile", "info", "bench"):
-        assert b"Usage" in run(cmd, "--help").stdout
-    assert b"edgetok" in run("--version").stdout
+    top = run("--help").stdout
+    assert b"Examples" in top and run("-h").stdout == top
+    for cmd in ("encode", "decode", "count", "chunk", "compile", "info", "bench", "regex"):
+        assert cmd.encode() in top  # listed, with its summary
+        out = run(cmd, "--help").stdout
+        assert out.startswith(b"usage: edgetok " + cmd.encode()) and b"Examples:" in out
+        assert run(cmd, "-h").stdout == out
+    assert run("--version").stdout.startswith(b"edgetok, version ")
+
+
+@pytest.mark.parametrize("args,needle", [
+    ([], b"Commands:"),  # no command: the help, on stderr
+    (["nope"], b"invalid choice: 'nope'"),
+    (["--bogus"], b"unrecognized arguments: --bogus"),
+    (["count", "--bogus", "-"], b"unrecognized arguments: --bogus"),
+    (["count", "-j", "0"], b"argument -j/--jobs: 0 is less than 1"),
+    (["count", "--limit", "x"], b"argument --limit: 'x' is not an integer"),
+    (["bench", "--seconds", "0.01"], b"argument --seconds: 0.01 is less than 0.05"),
+    (["encode", "-f", "xml"], b"argument -f/--format: invalid choice: 'xml'"),
+    (["encode", "a.txt", "b.txt"], b"unrecognized arguments: b.txt"),
+    (["encode", "--allow-special", "--special-as-text"], b"exclude each other"),
+    (["count", "--chat-model", "gpt-4o"], b"--chat-model goes with --messages"),
+    (["chunk"], b"required: -n/--max-tokens"),
+    (["chunk", "-n", "4", "--overlap", "4"], b"--overlap must be less than --max-tokens"),
+    (["compile", "v.tiktoken"], b"required: -o/--output"),
+    (["regex"], b"required: PATTERN"),
+])
+def test_usage_errors(args, needle):  # type: ignore[no-untyped-def]
+    # the usage of what was run, and one line naming the option and the value; status 2
+    p = run(*args, input=b"", check=False)
+    assert p.returncode == 2 and needle in p.stderr and p.stdout == b"", p.stderr
+    assert b"Traceback" not in p.stderr and b"usage: edgetok" in p.stderr
+
+
+def test_options_between_files(ref, tmp_path):  # type: ignore[no-untyped-def]
+    # options may come before, between and after FILEs; `--` ends the options
+    a, b, c = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "-c.txt"
+    for f, text in ((a, "one two three"), (b, "four\n" * 10), (c, "six")):
+        f.write_text(text)
+    n = [len(ref.encode(f.read_text())) for f in (a, b, c)]
+    p = subprocess.run([*EXE, "count", str(a), "-j", "1", str(b), "--limit=100", "-", "--",
+                        c.name], input=b"five", capture_output=True, cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, p.stderr
+    rows = [line.split() for line in p.stdout.decode().splitlines()]
+    five = len(ref.encode("five"))
+    assert rows == [[str(n[0]), str(a)], [str(n[1]), str(b)], [str(five)], [str(n[2]), c.name],
+                    [str(sum(n) + five), "total"]]
+    text = "Hello <|endoftext|>"
+    assert ids(run("encode", "-fids", "--allow-special", input=text.encode()).stdout) == \
+        ref.encode(text, allowed_special="all")
+    assert json.loads(run("encode", "--format=json", "-", "-j", "2", input=b"hi").stdout) == \
+        ref.encode("hi")
