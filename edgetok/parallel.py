@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Callable, Sequence, TypeVar
 
-T = TypeVar("T")
-R = TypeVar("R")
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings
+    from typing import Callable, Sequence, TypeVar
+
+    T = TypeVar("T")
+    R = TypeVar("R")
 
 PARALLEL_MIN_BYTES = 1 << 16  # less work than this runs on the calling thread
 SHARD_MIN_BYTES = 1 << 18     # a shard of a single text is at least this long
