@@ -2,17 +2,16 @@
 Python API; every failure becomes one line on stderr and a non-zero exit status.
 
 Start-up matters here (a count of one file on a small board is mostly start-up), so this
-module imports only argparse, os and sys when it loads; each command imports what it uses
+module imports only os and sys when it loads; each command imports what it uses
 (tests/test_cli_imports.py keeps `count` and `encode` that way)."""
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings
-    from typing import BinaryIO, Callable, Iterable, Iterator, NoReturn
+    from typing import IO, BinaryIO, Callable, Iterable, Iterator, NoReturn
 
     import edgetok
 
@@ -66,7 +65,7 @@ def source_tree_hint() -> str:
             "`python setup.py build_ext --inplace`")
 
 
-def model_options(p: argparse.ArgumentParser) -> None:
+def model_options(p: Parser) -> None:
     """-e/--encoding and -m/--model: which model a command uses (load_encoding)."""
     p.add_argument("-e", "--encoding", metavar="NAME",
                    help="Built-in encoding (see `edgetok info --list`; default: "
@@ -210,25 +209,25 @@ TEXT_HELP = "Treat text like <|endoftext|> as ordinary text (tiktoken's disallow
 ERRORS_HELP = "On invalid UTF-8: stop with an error (strict), or substitute U+FFFD (replace)."
 
 
-def special_options(p: argparse.ArgumentParser) -> None:
+def special_options(p: Parser) -> None:
     """--allow-special and --special-as-text (special_policy)."""
     p.add_argument("--allow-special", action="store_true", help=SPECIAL_HELP)
     p.add_argument("--special-as-text", action="store_true", help=TEXT_HELP)
 
 
-def errors_option(p: argparse.ArgumentParser, default: str, help: str) -> None:
+def errors_option(p: Parser, default: str, help: str) -> None:
     p.add_argument("--errors", choices=["strict", "replace"], default=default,
                    help=help.rstrip(".") + " (default: %(default)s).")
 
 
-def jobs_option(p: argparse.ArgumentParser) -> None:
+def jobs_option(p: Parser) -> None:
     p.add_argument("-j", "--jobs", type=at_least(1), metavar="N",
                    help="Threads to use (default: all cores). The ids do not depend on it.")
 
 
-def add_special_option(p: argparse.ArgumentParser) -> None:
+def add_special_option(p: Parser) -> None:
     p.add_argument(
-        "--add-special-tokens", dest="add_special", action=argparse.BooleanOptionalAction,
+        "--add-special-tokens", dest="add_special", action="switch",
         help="Add what the model's file says goes around a text: a tokenizer.json's "
         "post-processor tokens (on by default, as Hugging Face's tokenizer(text)); a GGUF's "
         "BOS / EOS where llama.cpp's add_special adds them (off by default). `edgetok info` "
@@ -241,7 +240,7 @@ def resolve_jobs(jobs: int | None) -> int:
     return jobs or cores()
 
 
-def encode_options(p: argparse.ArgumentParser) -> None:
+def encode_options(p: Parser) -> None:
     file_argument(p)
     model_options(p)
     p.add_argument("-f", "--format", dest="fmt", choices=["ids", "json", "tokens"], default="ids",
@@ -425,7 +424,7 @@ def read_ids(path: str) -> Iterator[list[int]]:
             return
 
 
-def decode_options(p: argparse.ArgumentParser) -> None:
+def decode_options(p: Parser) -> None:
     file_argument(p)
     model_options(p)
     errors_option(p, "replace", "Bytes that are not UTF-8 (ids cut inside a character): U+FFFD "
@@ -463,7 +462,7 @@ def decode(file: str, encoding: str | None, model: str | None, errors: str) -> N
         out.flush()
 
 
-def count_options(p: argparse.ArgumentParser) -> None:
+def count_options(p: Parser) -> None:
     files_argument(p)
     model_options(p)
     special_options(p)
@@ -604,7 +603,7 @@ def count_chat(enc: "edgetok.Encoding", path: str, chat_model: str | None,
         raise Failure(f"{name}: the chat template failed: {e}") from None
 
 
-def chunk_options(p: argparse.ArgumentParser) -> None:
+def chunk_options(p: Parser) -> None:
     file_argument(p)
     p.add_argument("-n", "--max-tokens", type=at_least(1), required=True, metavar="N",
                    help="Tokens per chunk at most (counted on the chunk's own text, with the "
@@ -663,7 +662,7 @@ def chunk(file: str, max_tokens: int, overlap: int, boundary: str, fmt: str,
     out.flush()
 
 
-def compile_options(p: argparse.ArgumentParser) -> None:
+def compile_options(p: Parser) -> None:
     p.add_argument("vocab", metavar="VOCAB")
     p.add_argument("-o", "--output", required=True, metavar="X.etok",
                    help="The model file to write.")
@@ -679,12 +678,12 @@ def compile_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pattern", metavar="REGEX",
                    help="Instead of --pretokenizer: the vocabulary's own pattern. One a "
                    "regex-free pretokenizer reproduces gets it; any other runs through the "
-                   "`regex` module. A pattern that starts with '-' goes as --pattern=REGEX.")
+                   "`regex` module.")
     p.add_argument("--fairseq-ids", action="store_true",
                    help="SentencePiece .model: the ids Hugging Face's XLM-RoBERTa tokenizers "
                    "give (fairseq's dictionary: <s> 0, <pad> 1, </s> 2, <unk> 3, every other "
                    "piece one up, <mask> last).")
-    p.add_argument("--lowercase", action=argparse.BooleanOptionalAction,
+    p.add_argument("--lowercase", action="switch",
                    help="A WordPiece vocab.txt: whether BertNormalizer lowercases (and strips "
                    "accents); default: do_lower_case of a tokenizer_config.json beside it, else "
                    "yes.")
@@ -765,7 +764,7 @@ def write_replacing(path: str, data: bytes) -> None:
                 pass
 
 
-def info_options(p: argparse.ArgumentParser) -> None:
+def info_options(p: Parser) -> None:
     model_options(p)
     p.add_argument("--list", dest="list_", action="store_true", help="List the built-in encodings.")
     p.add_argument("--verify", action="store_true", help="Also verify the model file's checksum.")
@@ -858,7 +857,7 @@ def info(encoding: str | None, model: str | None, list_: bool, verify: bool, as_
         sys.exit(1)
 
 
-def bench_options(p: argparse.ArgumentParser) -> None:
+def bench_options(p: Parser) -> None:
     files_argument(p)
     p.add_argument("-e", "--encoding", default=DEFAULT_ENCODING, metavar="NAME",
                    help="Built-in encoding (default: %(default)s).")
@@ -900,7 +899,7 @@ def bench(files: list[str], encoding: str, seconds: float, no_compare: bool,
     out.flush()
 
 
-def regex_options(p: argparse.ArgumentParser) -> None:
+def regex_options(p: Parser) -> None:
     p.add_argument("pattern", metavar="PATTERN")
     model_options(p)
     p.add_argument("--canonical", action="store_true",
@@ -908,7 +907,7 @@ def regex_options(p: argparse.ArgumentParser) -> None:
                    "encode would give); BPE models with a regex-free pretokenizer.")
     p.add_argument("--sample", type=at_least(0), default=0, metavar="N",
                    help="Also print N random strings of the pattern, each with its ids (encode's).")
-    p.add_argument("--seed", type=int, metavar="N", help="Seed for --sample (default: random).")
+    p.add_argument("--seed", type=integer, metavar="N", help="Seed for --sample (default: random).")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print JSON.")
 
 
@@ -965,9 +964,12 @@ def regex_cmd(pattern: str, encoding: str | None, model: str | None, canonical: 
     out.flush()
 
 
-# -- the command line: argparse, one parser for the command that runs -----------------------
+# -- the command line: a small parser, built for the command that runs ---------------------
+# (argparse cost about 25M instructions at every start in a bare venv: its import, gettext
+# looking for translations and importing locale for each parser, regex compiles; this one
+# imports nothing to parse, and textwrap only to show help)
 
-COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[..., None]]] = {
+COMMANDS: dict[str, tuple[str, Callable[[Parser], None], Callable[..., None]]] = {
     # name: (its arguments in the usage line, a function adding its options, the command)
     "encode": ("[FILE]", encode_options, encode),
     "decode": ("[FILE]", decode_options, decode),
@@ -982,15 +984,16 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callab
 
 def run(argv: list[str]) -> None:
     """Run the command that argv (the arguments after `edgetok`) names. A usage error ends
-    with the command's usage and one error line, status 2 (argparse's way); a Failure with
-    one error line, status 1."""
+    with the command's usage and one error line, status 2; a Failure with one error line,
+    status 1."""
     if not argv or argv[0] not in COMMANDS:
         top_level(argv)
     name, rest = argv[0], argv[1:]
     usage, add_options, command = COMMANDS[name]
-    parser = new_parser(f"edgetok {name}", f"%(prog)s [options] {usage}".rstrip(), command.__doc__)
+    parser = Parser(f"edgetok {name}", f"edgetok {name} [options] {usage}".rstrip(),
+                    cleandoc(command.__doc__ or ""))
     add_options(parser)
-    args = parse(parser, rest)
+    args = parser.parse(rest)
     try:
         command(**args)
     except UsageError as e:
@@ -1000,43 +1003,31 @@ def run(argv: list[str]) -> None:
         sys.exit(1)
 
 
-def parse(parser: argparse.ArgumentParser, args: list[str]) -> dict[str, object]:
-    """parser.parse_args(args), where options may also come between FILEs (`count a.txt -j 2
-    b.txt`). (argparse's parse_intermixed_args does that too, but before Python 3.12 it loses
-    `--`: `count -- -a.txt` would take -a.txt for an option.)"""
-    ns, extra = parser.parse_known_args(args)
-    end = extra.index("--") if "--" in extra else len(extra)
-    unknown = [a for a in extra[:end] if a.startswith("-") and a != "-"]
-    if extra and not unknown and isinstance(getattr(ns, "files", None), list):
-        ns.files += extra[:end] + extra[end + 1:]
-    elif extra:
-        parser.error(f"unrecognized arguments: {' '.join(unknown or extra)}")
-    return vars(ns)
-
-
 def top_level(argv: list[str]) -> NoReturn:
     """`edgetok` without a command: -h/--help, --version, or a usage error (no command, an
     unknown one, an option the command line does not have)."""
-    import edgetok
-
     names = "\n".join(f"  {name:<9}{summary(fn.__doc__)}" for name, (_, _, fn) in COMMANDS.items())
-    parser = new_parser("edgetok", "%(prog)s [-h] [--version] COMMAND [ARGS]...",
-                        f"{ABOUT}\n\nCommands:\n{names}", EXAMPLES)
-    parser.add_argument("--version", action="version",
-                        version=f"%(prog)s, version {edgetok.__version__}")
-    parser.add_argument("command", nargs="?", choices=list(COMMANDS), metavar="COMMAND",
-                        help=argparse.SUPPRESS)
-    if not argv:
+    parser = Parser("edgetok", "edgetok [-h] [--version] COMMAND [ARGS]...",
+                    f"{ABOUT}\n\nCommands:\n{names}", EXAMPLES)
+    parser.add_argument("--version", action="store_true", help="Show the version and exit.")
+    first = argv[0] if argv else None
+    if first is None:
         parser.print_help(sys.stderr)
         sys.exit(2)
-    parser.parse_args(argv)  # -h and --version exit 0, anything else that is wrong 2
-    parser.error("the command comes first")  # (`edgetok -- count`)
+    if first in ("-h", "--help"):
+        parser.print_help(sys.stdout)
+        sys.exit(0)
+    if first == "--version":
+        import edgetok
 
-
-def new_parser(prog: str, usage: str, doc: str | None,
-               epilog: str | None = None) -> argparse.ArgumentParser:
-    return argparse.ArgumentParser(prog=prog, usage=usage, description=cleandoc(doc or ""),
-                                   epilog=epilog, formatter_class=HelpFormat, allow_abbrev=False)
+        print(f"edgetok, version {edgetok.__version__}")
+        sys.exit(0)
+    if first == "--":
+        parser.error("the command comes first")
+    if first.startswith("-"):
+        parser.error(f"unrecognized arguments: {first}")
+    parser.error(f"argument COMMAND: invalid choice: {first!r} (choose from "
+                 f"{', '.join(map(repr, COMMANDS))})")
 
 
 def cleandoc(doc: str) -> str:
@@ -1053,35 +1044,185 @@ def summary(doc: str | None) -> str:
     return (doc or "").strip().partition("\n")[0]
 
 
-class HelpFormat(argparse.HelpFormatter):
-    """argparse's help laid out for these texts: paragraphs wrapped to the terminal (100
-    columns at most), indented lines (examples, the command list) as written, and each
-    option's value named once ("-f, --format {ids,json,tokens}", as Python 3.13 does)."""
+class Option:
+    """One option or positional argument of a command (Parser.add_argument)."""
 
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, max_help_position=32, width=help_width())
+    def __init__(self, names: tuple[str, ...], dest: str, action: str,
+                 type: Callable[[str], object] | None, choices: list[str] | None, default: object,
+                 required: bool, metavar: str | None, help: str | None, nargs: str | None) -> None:
+        self.names, self.dest, self.action, self.type = names, dest, action, type
+        self.choices, self.default, self.required = choices, default, required
+        self.metavar = metavar or (f"{{{','.join(choices)}}}" if choices else dest.upper())
+        self.help, self.nargs = help, nargs
 
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
+    def label(self) -> str:
+        """How the help names it: "-f, --format {ids,json,tokens}", "--bos", "FILE"."""
+        if not self.names:
+            return self.metavar
+        if self.action == "switch":
+            return ", ".join(self.names)
+        return ", ".join(self.names) + ("" if self.action == "store_true" else f" {self.metavar}")
+
+    def value(self, text: str) -> object:
+        """text as this option's value: a ValueError names what is wrong with it."""
+        if self.choices is not None and text not in self.choices:
+            raise ValueError(f"invalid choice: {text!r} (choose from "
+                             f"{', '.join(map(repr, self.choices))})")
+        return self.type(text) if self.type else text
+
+
+class Parser:
+    """The options of one command: argparse's add_argument for what the commands use (flags,
+    values, repeatable values, --x/--no-x switches, choices, types, required options, one
+    positional FILE / FILE ... / VOCAB / PATTERN), its help layout and its errors (usage and
+    one line, status 2). Options may come before, between and after positionals; `--` ends
+    them; --opt=value and -oVALUE work; names are never abbreviated."""
+
+    def __init__(self, prog: str, usage: str, description: str, epilog: str | None = None):
+        self.prog, self.usage, self.description, self.epilog = prog, usage, description, epilog
+        self.options: list[Option] = []
+        self.by_name: dict[str, Option] = {}
+        self.positional: Option | None = None
+
+    def add_argument(self, *names: str, dest: str | None = None, action: str = "store",
+                     type: Callable[[str], object] | None = None, choices: list[str] | None = None,
+                     default: object = None, required: bool = False, metavar: str | None = None,
+                     help: str | None = None, nargs: str | None = None) -> None:
+        if not names[0].startswith("-"):  # the positional
+            self.positional = Option((), names[0], action, type, choices, default, required,
+                                     metavar, help, nargs)
+            return
+        dest = dest or names[-1].lstrip("-").replace("-", "_")
+        if action == "append" and default is None:
+            default = []
+        opt = Option(names, dest, action, type, choices, default, required, metavar, help, nargs)
+        self.options.append(opt)
+        for name in names:
+            self.by_name[name] = opt
+        if action == "switch":
+            self.by_name["--no-" + names[0][2:]] = opt
+            opt.names = (names[0], "--no-" + names[0][2:])
+
+    def parse(self, args: list[str]) -> dict[str, object]:
+        """The options' values by dest, and the positional's (-h prints the help and exits)."""
+        got: dict[str, object] = {o.dest: list(o.default) if isinstance(o.default, list)
+                                  else o.default for o in self.options}
+        given: set[str] = set()
+        words: list[str] = []
+        it = iter(args)
+        for arg in it:
+            if arg == "--":
+                words.extend(it)
+            elif arg in ("-h", "--help"):
+                self.print_help(sys.stdout)
+                sys.exit(0)
+            elif len(arg) < 2 or arg[0] != "-":
+                words.append(arg)
+            else:
+                name, text = split_option(arg)
+                opt = self.by_name.get(name)
+                if opt is None:
+                    self.error(f"unrecognized arguments: {arg}")
+                assert opt is not None
+                if opt.action in ("store_true", "switch"):
+                    if text is not None:
+                        self.error(f"argument {'/'.join(opt.names)}: takes no value "
+                                   f"({text!r} given)")
+                    got[opt.dest] = name == opt.names[0]  # (--no-x: False)
+                else:
+                    text = next(it, None) if text is None else text  # (whatever it looks like)
+                    if text is None:
+                        self.error(f"argument {'/'.join(opt.names)}: expected one argument")
+                    got[opt.dest] = self.value(opt, text, got[opt.dest])
+                given.add(opt.dest)
+        missing = [o for o in self.options if o.required and o.dest not in given]
+        if missing:
+            self.error("the following arguments are required: " +
+                       ", ".join("/".join(o.names) for o in missing))
+        return {**got, **self.positionals(words)}
+
+    def value(self, opt: Option, text: str, old: object) -> object:
+        try:
+            value = opt.value(text)
+        except ValueError as e:
+            self.error(f"argument {'/'.join(opt.names)}: {e}")
+        return [*old, value] if isinstance(old, list) else value  # type: ignore[misc]
+
+    def positionals(self, words: list[str]) -> dict[str, object]:
+        p = self.positional
+        if p is None:
+            if words:
+                self.error(f"unrecognized arguments: {' '.join(words)}")
+            return {}
+        if p.nargs == "*":
+            return {p.dest: words}
+        if len(words) > 1:
+            self.error(f"unrecognized arguments: {' '.join(words[1:])}")
+        if not words and p.nargs != "?":
+            self.error(f"the following arguments are required: {p.metavar}")
+        return {p.dest: words[0] if words else p.default}
+
+    def error(self, message: str) -> NoReturn:
+        if sys.stderr is not None:
+            sys.stderr.write(f"usage: {self.usage}\n{self.prog}: error: {message}\n")
+        sys.exit(2)
+
+    def print_help(self, file: IO[str] | None) -> None:
+        if file is not None:
+            file.write(self.format_help())
+
+    def format_help(self) -> str:
+        """usage, the description, the positional, the options, the epilog: paragraphs wrapped
+        to the terminal (100 columns at most), indented lines (examples) as written."""
         import textwrap
 
-        return "\n\n".join(
-            "\n".join(indent + line for line in block.splitlines())
-            if any(line.startswith(" ") for line in block.splitlines())
-            else textwrap.fill(" ".join(block.split()), width, initial_indent=indent,
-                               subsequent_indent=indent)
-            for block in text.split("\n\n"))
+        width = help_width()
+        rows = ([("positional arguments:", [self.positional])] if self.positional else []) + \
+            [("options:", [Option(("-h", "--help"), "help", "store_true", None, None, None, False,
+                                  None, "Show this help and exit.", None), *self.options])]
+        col = min(32, 2 + max(len(o.label()) for _, opts in rows for o in opts) + 2)
+        parts = [f"usage: {self.usage}", fill(self.description, width)]
+        for title, opts in rows:
+            lines = [title]
+            for o in opts:
+                text = (o.help or "") % {"default": o.default}
+                wrapped = textwrap.wrap(text, width - col) or [""]
+                label = f"  {o.label()}"
+                if len(label) + 2 > col:
+                    lines.append(label)
+                    lines += [" " * col + w for w in wrapped]
+                else:
+                    lines.append(label.ljust(col) + wrapped[0])
+                    lines += [" " * col + w for w in wrapped[1:]]
+            parts.append("\n".join(line.rstrip() for line in lines))
+        if self.epilog:
+            parts.append(fill(self.epilog, width))
+        return "\n\n".join(p for p in parts if p) + "\n"
 
-    def _format_action_invocation(self, action: argparse.Action) -> str:
-        if not action.option_strings or action.nargs == 0:
-            return super()._format_action_invocation(action)
-        value = self._format_args(action, self._get_default_metavar_for_optional(action))
-        return f"{', '.join(action.option_strings)} {value}"
+
+def split_option(arg: str) -> tuple[str, str | None]:
+    """An option word as its name and the value written in it, if any: --name=VALUE, -xVALUE,
+    -x=VALUE."""
+    if arg.startswith("--"):
+        name, eq, text = arg.partition("=")
+        return name, text if eq else None
+    text = arg[3:] if arg[2:3] == "=" else arg[2:]
+    return arg[:2], text or None
+
+
+def fill(text: str, width: int) -> str:
+    """Paragraphs wrapped to width; a paragraph with indented lines (examples) as written."""
+    import textwrap
+
+    return "\n\n".join(
+        block if any(line.startswith(" ") for line in block.splitlines())
+        else textwrap.fill(" ".join(block.split()), width)
+        for block in text.split("\n\n"))
 
 
 def help_width() -> int:
     """Columns for help text: $COLUMNS or the terminal's width, 80 without one, at most 100,
-    less 2 as argparse leaves (shutil.get_terminal_size's answer without importing shutil,
-    which every parser asks for and a count never needs)."""
+    less 2 (as argparse and shutil.get_terminal_size find it, without importing shutil)."""
     try:
         columns = int(os.environ["COLUMNS"])
     except (KeyError, ValueError):
@@ -1101,20 +1242,28 @@ def at_least(least: int | float) -> Callable[[str], int | float]:
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+            what = "an integer" if kind is int else "a number"
+            raise ValueError(f"{text!r} is not {what}") from None
         if not value >= least:  # (NaN too)
-            raise argparse.ArgumentTypeError(f"{text} is less than {least}")
+            raise ValueError(f"{text} is less than {least}")
         return value
     return convert
 
 
-def file_argument(p: argparse.ArgumentParser) -> None:
+def integer(text: str) -> int:
+    """An option's type: any integer."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not an integer") from None
+
+
+def file_argument(p: Parser) -> None:
     p.add_argument("file", nargs="?", default="-", metavar="FILE",
                    help="The input (default: stdin, also as -).")
 
 
-def files_argument(p: argparse.ArgumentParser) -> None:
+def files_argument(p: Parser) -> None:
     p.add_argument("files", nargs="*", metavar="FILE",
                    help="The inputs (default: stdin, also as -).")
 

@@ -168,6 +168,9 @@ def test_help_and_version():  # type: ignore[no-untyped-def]
     (["chunk", "-n", "4", "--overlap", "4"], b"--overlap must be less than --max-tokens"),
     (["compile", "v.tiktoken"], b"required: -o/--output"),
     (["regex"], b"required: PATTERN"),
+    (["encode", "--bos=1"], b"argument --bos: takes no value ('1' given)"),
+    (["encode", "-e"], b"argument -e/--encoding: expected one argument"),
+    (["decode", "--errors=x"], b"argument --errors: invalid choice: 'x'"),
 ])
 def test_usage_errors(args, needle):  # type: ignore[no-untyped-def]
     # the usage of what was run, and one line naming the option and the value; status 2
@@ -194,3 +197,8 @@ def test_options_between_files(ref, tmp_path):  # type: ignore[no-untyped-def]
         ref.encode(text, allowed_special="all")
     assert json.loads(run("encode", "--format=json", "-", "-j", "2", input=b"hi").stdout) == \
         ref.encode("hi")
+    assert json.loads(run("encode", "-f=json", "--no-add-special-tokens", input=b"hi").stdout) == \
+        ref.encode("hi")
+    # an option's value is the next word whatever it looks like (as click took it)
+    p = run("count", "--encoding", "-x", input=b"hi", check=False)
+    assert p.returncode == 1 and b"Unknown encoding '-x'" in p.stderr

@@ -27,11 +27,14 @@ sys.stderr.write("\\nIMPORTED " + " ".join(sorted(set(sys.modules) - before)) + 
 """
 
 # modules the start of these commands does not need (each of them, or what it pulls in,
-# costs a millisecond or more on a board): the old CLI's click and what click imports, json
-# (only for -f json, chunk, info, --messages), typing (annotations are strings), and the like
-HEAVY = {"click", "json", "typing", "inspect", "ast", "dis", "tokenize", "shutil", "tempfile",
-         "random", "textwrap", "datetime", "uuid", "platform", "subprocess", "email",
-         "zipfile", "importlib.metadata", "concurrent.futures", "logging", "jinja2", "regex"}
+# costs a millisecond or more on a board): the old CLI's click and what click imports,
+# argparse (with gettext and locale: ~25M instructions in a bare venv, where the command's own
+# parser costs next to nothing), json (chunk, info, --messages use it), typing (annotations
+# are strings), and the like
+HEAVY = {"click", "argparse", "gettext", "locale", "json", "typing", "inspect", "ast", "dis",
+         "tokenize", "shutil", "tempfile", "random", "textwrap", "datetime", "uuid", "platform",
+         "subprocess", "email", "zipfile", "importlib.metadata", "concurrent.futures", "logging",
+         "jinja2", "regex"}
 
 
 def imported_by(*args: str, input: bytes = b"") -> set[str]:
