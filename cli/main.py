@@ -1281,7 +1281,10 @@ def main() -> None:
     """The `edgetok` command. Ends as Unix tools do: Ctrl-C ends it quietly by SIGINT (status
     130 in a shell), a closed pipe quietly by SIGPIPE (`edgetok encode big | head`), and an
     output that cannot be written with one error line and status 1."""
-    import signal
+    try:  # signal's C module: the signal module wraps it in enums (enum, functools, collections)
+        import _signal as signal
+    except ImportError:
+        import signal  # type: ignore[no-redef]
 
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)

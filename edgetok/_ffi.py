@@ -7,10 +7,11 @@ a longer text or piece shows up.
 """
 from __future__ import annotations
 
-import threading
-from array import array
+import _thread  # (not threading: it imports functools and collections at start-up)
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings
+    from array import array
     from typing import Any, Iterable, Sequence
 
 from ._ids import one as _one
@@ -36,7 +37,7 @@ def check(rc: int, what: str) -> None:
         raise (MemoryError if rc == lib.ET_E_NOMEM else ModelError)(msg)
 
 
-class _Scratch(threading.local):
+class _Scratch(_thread._local):
     """A thread's workspace and id buffer for one model."""
 
     ws = ffi.NULL
@@ -48,7 +49,7 @@ class _Scratch(threading.local):
     out_addr = 0  # out's address, for to_list
     ws_addr = 0  # ws's address, for _ids
 
-    def __init__(self) -> None:  # (threading.local: once in each thread)
+    def __init__(self) -> None:  # (threading.local's class: once in each thread)
         self.res = ffi.new("size_t[2]")  # et_encode's *n_out and *consumed
 
 
@@ -552,6 +553,8 @@ class Model:
         res = ffi.new("size_t[2]")
         check(lib.et_pretokenize(self._h, data, len(data), FINAL, ends, len(data), res, res + 1),
               "pretokenize")
+        from array import array  # (it imports collections.abc: not at start-up)
+
         out = array(_SIZE_T)
         out.frombytes(ffi.buffer(ends, res[0] * ffi.sizeof("size_t")))
         return out

@@ -1,15 +1,30 @@
 """Encoding: tiktoken's Encoding surface over an edgetok model."""
 from __future__ import annotations
 
-import functools
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings
+    from functools import cached_property as _once
     from typing import AbstractSet, Any, Collection, Iterator, Literal, Sequence
 
     from .budget import AppendCounter, RangeCounter
     from .automata import TokenAutomaton
 
 from ._ffi import Model
+
+if not TYPE_CHECKING:
+    class _once:
+        """functools.cached_property without importing functools (which imports collections:
+        a sixth of `import edgetok` on a bare interpreter): computed on first use, then an
+        attribute of the instance."""
+
+        def __init__(self, f):  # type: ignore[no-untyped-def]
+            self.f, self.name = f, f.__name__
+
+        def __get__(self, obj, cls=None):  # type: ignore[no-untyped-def]
+            if obj is None:
+                return self
+            value = obj.__dict__[self.name] = self.f(obj)
+            return value
 
 
 
@@ -38,11 +53,20 @@ def _raise_disallowed(token: str) -> None:
     )
 
 
-@functools.lru_cache(maxsize=64)
-def _special_regex(tokens: frozenset[str]):  # type: ignore[no-untyped-def]
-    import re
+_special_regexes: dict = {}  # type: ignore[type-arg]
 
-    return re.compile("|".join(re.escape(t) for t in sorted(tokens, key=lambda t: (-len(t), t))))
+
+def _special_regex(tokens: frozenset[str]):  # type: ignore[no-untyped-def]
+    """A regex finding any of tokens, longest first (the last 64 sets remembered)."""
+    found = _special_regexes.get(tokens)
+    if found is None:
+        import re
+
+        found = re.compile("|".join(re.escape(t) for t in sorted(tokens, key=lambda t: (-len(t), t))))
+        if len(_special_regexes) >= 64:
+            _special_regexes.clear()
+        _special_regexes[tokens] = found
+    return found
 
 
 _SETS = (set, frozenset)
@@ -208,7 +232,7 @@ class Encoding:
     def eot_token(self) -> int:
         return self._special_tokens["<|endoftext|>"]
 
-    @functools.cached_property
+    @_once
     def special_tokens_set(self) -> set[str]:
         return set(self._special_tokens)
 
@@ -511,7 +535,9 @@ class Encoding:
                                                    for ids in got]
         from .parallel import map_batch
 
-        fn = functools.partial(self.encode, allowed_special=allowed_special,
+        from functools import partial
+
+        fn = partial(self.encode, allowed_special=allowed_special,
                                disallowed_special=disallowed_special)
         return map_batch(fn, text, [len(t) for t in text], num_threads)
 
@@ -525,7 +551,9 @@ class Encoding:
                                                    for n in got]
         from .parallel import map_batch
 
-        fn = functools.partial(self.count, allowed_special=allowed_special,
+        from functools import partial
+
+        fn = partial(self.count, allowed_special=allowed_special,
                                disallowed_special=disallowed_special)
         return map_batch(fn, text, [len(t) for t in text], num_threads)
 
@@ -644,11 +672,11 @@ class Encoding:
         assert isinstance(token, int)
         return token in self._special_values
 
-    @functools.cached_property
+    @_once
     def _special_values(self) -> set[int]:
         return set(self._special_tokens.values())
 
-    @functools.cached_property
+    @_once
     def _mergeable_ranks(self) -> dict[bytes, int]:
         """tiktoken's mergeable_ranks: the bytes of every ordinary token and its id (its rank,
         in a tiktoken vocabulary)."""
@@ -930,7 +958,7 @@ class Encoding:
                                       + self._encode_single_piece(unstable[cut:])))
         return tokens, [list(c) for c in completions]
 
-    @functools.cached_property
+    @_once
     def _sorted_token_bytes(self) -> list[bytes]:
         return sorted(self._mergeable_ranks)
 

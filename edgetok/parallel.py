@@ -4,8 +4,8 @@ are exactly the sequential ones. The C calls release the GIL; threads come from 
 pool, dropped in a forked child (its threads do not survive fork) and made again on demand."""
 from __future__ import annotations
 
+import _thread  # (threading imports functools and collections: start-up)
 import os
-import threading
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings
@@ -18,7 +18,7 @@ PARALLEL_MIN_BYTES = 1 << 16  # less work than this runs on the calling thread
 SHARD_MIN_BYTES = 1 << 18     # a shard of a single text is at least this long
 
 _pool = None
-_pool_lock = threading.Lock()
+_pool_lock = _thread.allocate_lock()
 
 
 def _forget_pool() -> None:

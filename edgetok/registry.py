@@ -2,17 +2,20 @@
 from __future__ import annotations
 
 import os
-import threading
-from pathlib import Path
-TYPE_CHECKING = False
+import _thread  # (threading imports functools and collections: start-up)
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ._ffi import Model
     from .encoding import Encoding
 
-DATA = Path(__file__).parent / "data"
+# the built-in models' folder (os.path, not pathlib: pathlib imports re, fnmatch and urllib,
+# a third of `import edgetok` on a bare interpreter; load() imports it when it runs)
+DATA = os.path.join(os.path.dirname(__file__), "data")
 _cache: dict[str, "Encoding"] = {}
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 
 
 # tiktoken's encodings that are a built-in model with other special tokens: their model
@@ -22,7 +25,10 @@ DERIVED = {"gpt2": "r50k_base", "p50k_edit": "p50k_base", "o200k_harmony": "o200
 def list_encodings() -> list[str]:
     """Names of the built-in encodings: the models shipped in the package's data/, and
     tiktoken's encodings made of one of them with other special tokens (DERIVED)."""
-    names = {p.name[:-5] for p in DATA.glob("*.etok")}
+    try:
+        names = {f[:-5] for f in os.listdir(DATA) if f.endswith(".etok")}
+    except OSError:
+        names = set()
     return sorted(names | {d for d, base in DERIVED.items() if base in names})
 
 
@@ -35,7 +41,7 @@ def get_encoding(name: str) -> "Encoding":
     enc = _cache.get(name)
     if enc is not None:
         return enc
-    if name in DERIVED and (DATA / f"{DERIVED[name]}.etok").exists():
+    if name in DERIVED and os.path.exists(os.path.join(DATA, f"{DERIVED[name]}.etok")):
         from .encoding import Encoding
         from .model_names import derived_specials
 
@@ -46,8 +52,8 @@ def get_encoding(name: str) -> "Encoding":
                 enc._recipe = ("get", name)
                 _cache[name] = enc
             return _cache[name]
-    path = DATA / f"{name}.etok"
-    if not name.replace("_", "").isalnum() or not path.exists():
+    path = os.path.join(DATA, f"{name}.etok")
+    if not name.replace("_", "").isalnum() or not os.path.exists(path):
         known = list_encodings()
         hint = "" if known else " (none: the package was built without its models; reinstall)"
         raise ValueError(f"Unknown encoding {name!r}. Plugins found: {known}{hint}")
@@ -56,7 +62,7 @@ def get_encoding(name: str) -> "Encoding":
 
     with _lock:
         if name not in _cache:
-            enc = Encoding(name, Model.open(str(path), hugepages=_hugepages()))
+            enc = Encoding(name, Model.open(path, hugepages=_hugepages()))
             enc._recipe = ("get", name)
             _cache[name] = enc
         return _cache[name]
@@ -136,6 +142,8 @@ def load(path: str | os.PathLike[str], *, name: str | None = None,
     local Hugging Face cache, is that tokenizer.json (edgetok.hub; never a download).
     fairseq_ids=True: a SentencePiece .model with the ids Hugging Face's XLM-RoBERTa gives
     (<s> 0, <pad> 1, </s> 2, <unk> 3, every other piece one up, <mask> last)."""
+    from pathlib import Path
+
     from ._ffi import Model
     from .encoding import Encoding
 

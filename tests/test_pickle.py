@@ -3,6 +3,7 @@ constructor arguments), and works in process pools."""
 from __future__ import annotations
 
 import base64
+import os
 import copy
 import multiprocessing
 import pickle
@@ -29,7 +30,7 @@ def _encodings(tmp_path: Path) -> dict[str, edgetok.Encoding]:
     return {
         "builtin": edgetok.get_encoding("cl100k_base"),
         "derived": edgetok.get_encoding("p50k_edit"),
-        "loaded etok": edgetok.load(edgetok.registry.DATA / "r50k_base.etok", name="mine"),
+        "loaded etok": edgetok.load(os.path.join(edgetok.registry.DATA, "r50k_base.etok"), name="mine"),
         "loaded source": edgetok.load(_tiny_vocab(tmp_path)),
         "constructed": edgetok.Encoding("custom_enc", pat_str=r50k._pat_str,
                                         mergeable_ranks=r50k._mergeable_ranks,
@@ -68,7 +69,7 @@ def test_pickle_like_tiktoken() -> None:
 def test_memory_model_refuses_clearly() -> None:
     from edgetok._ffi import Model
 
-    image = (edgetok.registry.DATA / "r50k_base.etok").read_bytes()
+    image = Path(edgetok.registry.DATA, "r50k_base.etok").read_bytes()
     enc = edgetok.Encoding("mem", Model.from_bytes(image))
     with pytest.raises(TypeError, match="from memory"):
         pickle.dumps(enc)
