@@ -46,14 +46,18 @@ ET_ALWAYS_INLINE static inline size_t next_piece(const et_model *m, const uint8_
 }
 
 /* The piece starts after i (a piece start) that a block of the 64 bytes from i shows, as bits
- * from i (see et_cl100k_block): the cl100k family's; 0 for the other pretokenizers, with fewer
- * than 64 bytes left, or where the block shows none. Loops take the ends of the pieces from
- * these bits while they last, then one piece from piece_end. */
+ * from i (see et_cl100k_block): the cl100k and o200k families'; 0 for GPT-2's and regex
+ * pretokenizers, with fewer than 64 bytes left, or where the block shows none. Loops take the
+ * ends of the pieces from these bits while they last, then one piece from piece_end. */
 ET_ALWAYS_INLINE static inline uint64_t block_starts(const et_model *m, unsigned pretok,
                                                      const uint8_t *t, size_t len, size_t i)
 {
-    if ((pretok != ET_PRETOK_CL100K && pretok != ET_PRETOK_LLAMA3) || len - i < 64) return 0;
-    return et_cl100k_block(t + i, m->pretok_param);
+    if (len - i < 64) return 0;
+    switch (pretok) {
+    case ET_PRETOK_CL100K: case ET_PRETOK_LLAMA3: return et_cl100k_block(t + i, m->pretok_param);
+    case ET_PRETOK_O200K: return et_o200k_block(t + i);
+    default: return 0;
+    }
 }
 
 static inline int safe_cut(const et_model *m, const uint8_t *t, size_t len, size_t b)
@@ -676,14 +680,14 @@ ET_ALWAYS_INLINE static inline int bpe_loop(et_ws *ws, unsigned pretok, unsigned
 }
 
 /* bpe_loop on whole text (ET_FINAL, no token ends, no limit) for a model without gaps. The
- * cl100k family's pieces come from block_starts where it finds them: every piece that starts
- * in 64 bytes of ASCII text from one bit mask (measured 1.7x the whole count on repeated
- * English and code), the scalar pretokenizer for the rest. */
+ * cl100k and o200k families' pieces come from block_starts where it finds them: every piece
+ * that starts in 64 bytes of ASCII text from one bit mask (measured 1.7x the whole count on
+ * repeated English and code), the scalar pretokenizer for the rest. */
 ET_ALWAYS_INLINE static inline int whole_loop(et_ws *ws, unsigned pretok, const uint8_t *t,
                                               size_t len, uint32_t *out, size_t cap,
                                               size_t *n_out, size_t *consumed)
 {
-    if (pretok != ET_PRETOK_CL100K && pretok != ET_PRETOK_LLAMA3)
+    if (pretok != ET_PRETOK_CL100K && pretok != ET_PRETOK_LLAMA3 && pretok != ET_PRETOK_O200K)
         return bpe_loop(ws, pretok, 0, t, len, ET_FINAL, out, NULL, cap, SIZE_MAX, n_out,
                         consumed);
     const et_model *m = ws->m;

@@ -39,8 +39,8 @@ static size_t next_piece(int fam, const uint8_t *t, size_t len, size_t i)
     }
 }
 
-/* The piece starts after i that et_cl100k_block finds in the 64 bytes from i, as bits from i:
- * the cl100k family's (0 for the others, and with fewer than 64 bytes left). The loops below
+/* The piece starts after i that et_cl100k_block or et_o200k_block finds in the 64 bytes from
+ * i, as bits from i (0 for GPT-2's families, and with fewer than 64 bytes left). The loops below
  * take piece ends from them while they last, as the library's do, so the tests check both. */
 static uint64_t block_starts(int fam, const uint8_t *t, size_t len, size_t i)
 {
@@ -48,6 +48,7 @@ static uint64_t block_starts(int fam, const uint8_t *t, size_t len, size_t i)
     switch (fam) {
     case F_CL100K: case F_LLAMA3: return et_cl100k_block(t + i, 3);
     case F_QWEN2: return et_cl100k_block(t + i, 1);
+    case F_O200K: return et_o200k_block(t + i);
     default: return 0;
     }
 }
@@ -106,10 +107,9 @@ NOINLINE static size_t count_pieces(int fam, const uint8_t *t, size_t len)
     size_t n = 0, i = 0, base = 0;
     uint64_t starts = 0;
     switch (fam) {
-    case F_CL100K: case F_LLAMA3: case F_QWEN2:
+    case F_CL100K: case F_LLAMA3: case F_QWEN2: case F_O200K:
         for (; i < len; n++) i = piece_end(fam, t, len, i, &starts, &base);
         break;
-    case F_O200K: for (; i < len; n++) i = et_o200k_next(t, len, i); break;
     case F_GPT2D: for (; i < len; n++) i = et_gpt2_next(t, len, i, 1); break;
     default: for (; i < len; n++) i = et_gpt2_next(t, len, i, 0); break;
     }

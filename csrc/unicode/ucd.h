@@ -185,10 +185,11 @@ static inline unsigned et_clz64(uint64_t x)
 }
 
 /* Bit masks of the ASCII classes of 64 bytes t[0..64), bit k for t[k]: what the block
- * pretokenizers (et_cl100k_block) work on. letter: A-Z a-z; digit: 0-9; space: ' ';
- * newline: \r \n; ctl: \t..\r (newline included); apos: '; high: bytes >= 0x80. */
+ * pretokenizers (et_cl100k_block, et_o200k_block) work on. letter: A-Z a-z; lower: a-z;
+ * digit: 0-9; space: ' '; newline: \r \n; ctl: \t..\r (newline included); apos: ';
+ * slash: /; high: bytes >= 0x80. (Inlined: the masks a caller does not use cost nothing.) */
 struct et_ascii64 {
-    uint64_t letter, digit, space, newline, ctl, apos, high;
+    uint64_t letter, lower, digit, space, newline, ctl, apos, slash, high;
 };
 
 #if ET_SIMD16 && defined(__SSE2__)
@@ -196,19 +197,22 @@ struct et_ascii64 {
 #define ET_IN_RANGE16(x, lo, n) \
     _mm_cmplt_epi8(_mm_add_epi8((x), _mm_set1_epi8((char)(0x80 - (lo)))), \
                    _mm_set1_epi8((char)(-128 + (n))))
-static inline void et_ascii_classes64(const uint8_t *t, struct et_ascii64 *c)
+ET_ALWAYS_INLINE static inline void et_ascii_classes64(const uint8_t *t, struct et_ascii64 *c)
 {
     memset(c, 0, sizeof *c);
     for (unsigned k = 0; k < 4; k++) {
         __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(t + 16 * k));
         __m128i nl = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\n')),
                                   _mm_cmpeq_epi8(x, _mm_set1_epi8('\r')));
-        c->letter |= et_mask16(ET_IN_RANGE16(_mm_or_si128(x, _mm_set1_epi8(0x20)), 'a', 26)) << 16 * k;
+        __m128i folded = _mm_or_si128(x, _mm_set1_epi8(0x20)); /* A-Z to a-z */
+        c->letter |= et_mask16(ET_IN_RANGE16(folded, 'a', 26)) << 16 * k;
+        c->lower |= et_mask16(ET_IN_RANGE16(x, 'a', 26)) << 16 * k;
         c->digit |= et_mask16(ET_IN_RANGE16(x, '0', 10)) << 16 * k;
         c->space |= et_mask16(_mm_cmpeq_epi8(x, _mm_set1_epi8(' '))) << 16 * k;
         c->newline |= et_mask16(nl) << 16 * k;
         c->ctl |= et_mask16(ET_IN_RANGE16(x, '\t', 5)) << 16 * k;
         c->apos |= et_mask16(_mm_cmpeq_epi8(x, _mm_set1_epi8('\''))) << 16 * k;
+        c->slash |= et_mask16(_mm_cmpeq_epi8(x, _mm_set1_epi8('/'))) << 16 * k;
         c->high |= et_mask16(x) << 16 * k;
     }
 }
@@ -226,25 +230,29 @@ static inline uint64_t et_mask64(const uint8x16_t m[4])
     return vgetq_lane_u64(vreinterpretq_u64_u8(s0), 0);
 }
 
-static inline void et_ascii_classes64(const uint8_t *t, struct et_ascii64 *c)
+ET_ALWAYS_INLINE static inline void et_ascii_classes64(const uint8_t *t, struct et_ascii64 *c)
 {
-    uint8x16_t l[4], d[4], s[4], nl[4], ctl[4], ap[4], hi[4];
+    uint8x16_t l[4], lo[4], d[4], s[4], nl[4], ctl[4], ap[4], sl[4], hi[4];
     for (unsigned k = 0; k < 4; k++) {
         uint8x16_t x = vld1q_u8(t + 16 * k);
         l[k] = vcltq_u8(vsubq_u8(vorrq_u8(x, vdupq_n_u8(0x20)), vdupq_n_u8('a')), vdupq_n_u8(26));
+        lo[k] = vcltq_u8(vsubq_u8(x, vdupq_n_u8('a')), vdupq_n_u8(26));
         d[k] = vcltq_u8(vsubq_u8(x, vdupq_n_u8('0')), vdupq_n_u8(10));
         s[k] = vceqq_u8(x, vdupq_n_u8(' '));
         nl[k] = vorrq_u8(vceqq_u8(x, vdupq_n_u8('\n')), vceqq_u8(x, vdupq_n_u8('\r')));
         ctl[k] = vcltq_u8(vsubq_u8(x, vdupq_n_u8('\t')), vdupq_n_u8(5));
         ap[k] = vceqq_u8(x, vdupq_n_u8('\''));
+        sl[k] = vceqq_u8(x, vdupq_n_u8('/'));
         hi[k] = vcgeq_u8(x, vdupq_n_u8(0x80));
     }
     c->letter = et_mask64(l);
+    c->lower = et_mask64(lo);
     c->digit = et_mask64(d);
     c->space = et_mask64(s);
     c->newline = et_mask64(nl);
     c->ctl = et_mask64(ctl);
     c->apos = et_mask64(ap);
+    c->slash = et_mask64(sl);
     c->high = et_mask64(hi);
 }
 #else
@@ -255,11 +263,13 @@ static inline void et_ascii_classes64(const uint8_t *t, struct et_ascii64 *c)
         const uint8_t x = t[k];
         const uint64_t b = (uint64_t)1 << k;
         if ((uint8_t)((x | 0x20u) - 'a') < 26u) c->letter |= b;
+        if ((uint8_t)(x - 'a') < 26u) c->lower |= b;
         if ((uint8_t)(x - '0') < 10u) c->digit |= b;
         if (x == ' ') c->space |= b;
         if (x == '\n' || x == '\r') c->newline |= b;
         if ((uint8_t)(x - '\t') < 5u) c->ctl |= b;
         if (x == '\'') c->apos |= b;
+        if (x == '/') c->slash |= b;
         if (x >= 0x80u) c->high |= b;
     }
 }
