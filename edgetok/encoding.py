@@ -420,9 +420,12 @@ class Encoding:
         """len(encode(text, ...)) without building the list of ids."""
         if allowed_special.__class__ not in _SETS and allowed_special != "all":
             _bad_allowed(allowed_special)
-        if (not allowed_special and disallowed_special == "all"
-                and add_special_tokens is not True and self._heads_b is not None):
-            n = self._model.count_text(text, self._heads_b)
+        if (not allowed_special and add_special_tokens is not True and self._heads_b is not None
+                and (disallowed_special == "all" or not disallowed_special)):
+            # one C call: special tokens raise (the heads find them) or, none disallowed, are
+            # ordinary text as in encode_ordinary (added tokens still split: heads again)
+            check = disallowed_special == "all" or self._added
+            n = self._model.count_text(text, self._heads_b if check else ())
             if n is not None:
                 if self._wrap is None or add_special_tokens is False:
                     return n

@@ -66,17 +66,6 @@ static void trie_children(const et_model *m, uint32_t *first, uint32_t *sib)
 
 struct frame { uint32_t cell, q, it; };
 
-static inline uint32_t ctz64(uint64_t x) /* x != 0 */
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return (uint32_t)__builtin_ctzll(x);
-#else
-    uint32_t k = 0;
-    while (!(x & 1u)) { x >>= 1; k++; }
-    return k;
-#endif
-}
-
 void et_automaton_free(et_automaton *a)
 {
     if (!a) return;
@@ -342,7 +331,7 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
                     if (!(n2 = realloc(a->nxt, cap * 4u))) goto done;
                     a->nxt = n2;
                 }
-                uint32_t v = w * 64u + ctz64(bits);
+                uint32_t v = w * 64u + et_ctz64(bits);
                 a->tok[used] = v;
                 a->nxt[used++] = next_of[v];
             }

@@ -45,6 +45,31 @@ ET_ALWAYS_INLINE static inline size_t next_piece(const et_model *m, const uint8_
     return piece_end(m, m->pretok, t, len, i);
 }
 
+/* The piece starts after i (a piece start) that a block of the 64 bytes from i shows, as bits
+ * from i (see et_cl100k_block): the cl100k and o200k families'; 0 for GPT-2's and regex
+ * pretokenizers, with fewer than 64 bytes left, or where the block shows none. Loops take the
+ * ends of the pieces from these bits while they last, then one piece from piece_end. Non-ASCII
+ * text would cost a block a piece for nothing (Russian man pages: 27% more instructions than
+ * with no blocks at all): no block where the piece's first two bytes are not ASCII, and one
+ * that shows none makes the loop go on without blocks for 64 bytes (*from: where it tries one
+ * again). */
+ET_ALWAYS_INLINE static inline uint64_t block_starts(const et_model *m, unsigned pretok,
+                                                     const uint8_t *t, size_t len, size_t i,
+                                                     size_t *from)
+{
+    if (i < *from || len - i < 64 || ((t[i] | t[i + 1]) & 0x80u)) return 0; /* (not ASCII) */
+    uint64_t starts = 0;
+    switch (pretok) {
+    case ET_PRETOK_CL100K: case ET_PRETOK_LLAMA3:
+        starts = et_cl100k_block(t + i, m->pretok_param);
+        break;
+    case ET_PRETOK_O200K: starts = et_o200k_block(t + i); break;
+    default: return 0;
+    }
+    if (!starts) *from = i + 64;
+    return starts;
+}
+
 static inline int safe_cut(const et_model *m, const uint8_t *t, size_t len, size_t b)
 {
     switch (m->pretok) {
@@ -587,6 +612,19 @@ static int grows(const et_model *m);
 static int settle(et_ws *ws, const uint8_t *t, size_t i, size_t len, uint32_t *out, size_t cap,
                   size_t *n, size_t *at);
 
+/* Copies a piece's k ids to out. */
+ET_ALWAYS_INLINE static inline void put_ids(uint32_t *out, const uint32_t *ids, size_t k)
+{
+    if (k <= 4) { /* most pieces are a few tokens: no memcpy call */
+        out[0] = ids[0];
+        if (k > 1) out[1] = ids[1];
+        if (k > 2) out[2] = ids[2];
+        if (k > 3) out[3] = ids[3];
+    } else {
+        memcpy(out, ids, k * sizeof *ids);
+    }
+}
+
 /* BPE's encode loop (et_bpe_run) for a model whose pretokenizer is `pretok` (m->pretok) and
  * whose ET_FLAG_GAPS is `gaps`. */
 ET_ALWAYS_INLINE static inline int bpe_loop(et_ws *ws, unsigned pretok, unsigned gaps,
@@ -627,14 +665,7 @@ ET_ALWAYS_INLINE static inline int bpe_loop(et_ws *ws, unsigned pretok, unsigned
                 rc = ET_E_FULL;
                 break;
             }
-            if (k <= 4) { /* most pieces are a few tokens: no memcpy call */
-                out[n] = ids[0];
-                if (k > 1) out[n + 1] = ids[1];
-                if (k > 2) out[n + 2] = ids[2];
-                if (k > 3) out[n + 3] = ids[3];
-            } else {
-                memcpy(out + n, ids, k * sizeof *ids);
-            }
+            put_ids(out + n, ids, k);
             if (ends) { /* token ends from their lengths, which must add up to the piece's */
                 size_t at = i;
                 for (size_t x = 0; x < k; x++) {
@@ -658,12 +689,45 @@ ET_ALWAYS_INLINE static inline int bpe_loop(et_ws *ws, unsigned pretok, unsigned
     return rc;
 }
 
-/* bpe_loop on whole text (ET_FINAL, no token ends, no limit) for a model without gaps. */
+/* bpe_loop on whole text (ET_FINAL, no token ends, no limit) for a model without gaps. The
+ * cl100k and o200k families' pieces come from block_starts where it finds them: every piece
+ * that starts in 64 bytes of ASCII text from one bit mask (measured 1.7x the whole count on
+ * repeated English and code), the scalar pretokenizer for the rest. */
 ET_ALWAYS_INLINE static inline int whole_loop(et_ws *ws, unsigned pretok, const uint8_t *t,
                                               size_t len, uint32_t *out, size_t cap,
                                               size_t *n_out, size_t *consumed)
 {
-    return bpe_loop(ws, pretok, 0, t, len, ET_FINAL, out, NULL, cap, SIZE_MAX, n_out, consumed);
+    if (pretok != ET_PRETOK_CL100K && pretok != ET_PRETOK_LLAMA3 && pretok != ET_PRETOK_O200K)
+        return bpe_loop(ws, pretok, 0, t, len, ET_FINAL, out, NULL, cap, SIZE_MAX, n_out,
+                        consumed);
+    const et_model *m = ws->m;
+    size_t i = 0, n = 0, from = 0;
+    int rc = ET_OK;
+    uint32_t one;
+    while (i < len) {
+        uint64_t starts = block_starts(m, pretok, t, len, i, &from);
+        const size_t base = i;
+        do { /* the pieces up to the block's last start, or one piece */
+            const size_t e = starts ? base + et_ctz64(starts) : piece_end(m, pretok, t, len, i);
+            starts &= starts - 1;
+            const uint32_t *ids;
+            size_t k = piece_ids(ws, t + i, e - i, len - i, 0, &one, &ids, &rc);
+            if (!k && rc) goto done;
+            if (out) {
+                if (k > cap - n) {
+                    rc = ET_E_FULL;
+                    goto done;
+                }
+                put_ids(out + n, ids, k);
+            }
+            n += k;
+            i = e;
+        } while (starts);
+    }
+done:
+    *consumed = i;
+    *n_out = n;
+    return rc;
 }
 
 /* The copies of whole_loop, each a function of its own (inlined into et_bpe_run together,
@@ -1111,25 +1175,31 @@ int et_pretokenize(const et_model *m, const char *text, size_t len, unsigned fla
     if (!m || (!text && len) || (!ends && cap) || !n_out || !consumed || m->kind != ET_KIND_BPE)
         return ET_E_ARG;
     const uint8_t *t = (const uint8_t *)text;
-    size_t i = 0, prev = 0, n = 0, cut = 0, cut_n = 0;
+    size_t i = 0, prev = 0, n = 0, cut = 0, cut_n = 0, from = 0;
     int rc = ET_OK;
     while (i < len) {
-        size_t e = next_piece(m, t, len, i);
-        if (!(flags & ET_FINAL)) { /* as in et_bpe_run() */
-            if (i > 0 && (e < len || whole_char(t, len, i)) && stream_cut(m, t, len, prev, i)) {
-                cut = i;
-                cut_n = n;
+        uint64_t starts = block_starts(m, m->pretok, t, len, i, &from);
+        const size_t base = i;
+        do {
+            const size_t e = starts ? base + et_ctz64(starts) : next_piece(m, t, len, i);
+            starts &= starts - 1;
+            if (!(flags & ET_FINAL)) { /* as in et_bpe_run() */
+                if (i > 0 && (e < len || whole_char(t, len, i)) && stream_cut(m, t, len, prev, i)) {
+                    cut = i;
+                    cut_n = n;
+                }
+                if (e == len) goto done;
             }
-            if (e == len) break;
-        }
-        if (n == cap) {
-            rc = ET_E_FULL;
-            break;
-        }
-        ends[n++] = e;
-        prev = i;
-        i = e;
+            if (n == cap) {
+                rc = ET_E_FULL;
+                goto done;
+            }
+            ends[n++] = e;
+            prev = i;
+            i = e;
+        } while (starts);
     }
+done:
     *consumed = (flags & ET_FINAL) ? i : cut;
     *n_out = (flags & ET_FINAL) ? n : cut_n;
     return rc;

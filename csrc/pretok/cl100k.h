@@ -194,6 +194,86 @@ ET_ALWAYS_INLINE static inline size_t et_cl100k_next(const uint8_t *t, size_t le
     }
 }
 
+/* The rules the cl100k and o200k families share, for et_cl100k_block and et_o200k_block. */
+
+/* The digits that start a piece: a run's first, and every d-th after it (1 <= d <= 32). */
+static inline uint64_t et_block_digits(uint64_t digit, unsigned d)
+{
+    uint64_t group = digit, starts = digit & ~(digit << 1);
+    for (unsigned k = 1; k < d; k++) group &= digit << k; /* the digit ends a run of d */
+    for (uint64_t g = starts; (g = (g << d) & group) != 0;) starts |= g;
+    return starts;
+}
+
+/* The whitespace that starts a piece (space: \s but line breaks that punctuation took; blank:
+ * ' ' \t \v \f; nl: space's line breaks): a run's first character, its last when not a line
+ * break, and the one after its last line break. */
+static inline uint64_t et_block_spaces(uint64_t space, uint64_t blank, uint64_t nl)
+{
+    uint64_t starts = (space & ~(space << 1)) | (blank & ~(space >> 1));
+    for (uint64_t b = blank & (space >> 1) & (nl << 1); b; b &= b - 1) {
+        const unsigned k = et_ctz64(b), e = k + et_ctz64(~(blank >> k)); /* after a line break */
+        if (e < 64 && !(space >> e & 1u)) starts |= (uint64_t)1 << k; /* and none after */
+    }
+    return starts;
+}
+
+/* The bits of known (the low bits whose bytes the block's rules see whole) whose starts are
+ * certain: a whitespace run that reaches the unknown bytes, or the block's end, is out from
+ * its second character on (its end, and its last line break, lie past what the block sees;
+ * the end of the text too: \s++$). */
+static inline uint64_t et_block_keep(uint64_t space, uint64_t known)
+{
+    if (!(space & known & ~(known >> 1))) return known;
+    const uint64_t other = ~space & known;
+    return other ? ~(uint64_t)0 >> (et_clz64(other) - 1u) : 0;
+}
+
+/* The piece starts in t[0..64), where a piece starts at t[0], from bit masks of the bytes'
+ * classes (ASCII text in blocks of 64 bytes; the scalar et_cl100k_next for the rest): bit k
+ * set where a piece starts at t[k], for 0 < k and every k up to the highest bit; 0 where no
+ * piece start after t[0] is certain. The pattern has no look-behind, so the pieces from t[0]
+ * on are those of the text t[0..) alone: a class mask shifted up one bit says what precedes
+ * a byte, with nothing (a boundary) before t[0]. Per byte k:
+ * - a letter starts a piece unless after a letter, after ' ' or \t \v \f (the prefix of
+ *   " word", "\tword"), or after punctuation that starts a piece ([^\r\n\p{L}\p{N}]?+ takes
+ *   it) -- except after a contraction ('s 'll ...: it ends the piece, the letter starts one);
+ * - punctuation ([^\s\p{L}\p{N}], the apostrophe included) starts one unless after
+ *   punctuation (one run) or after ' ' ( ?[^\s\p{L}\p{N}]++);
+ * - digits start one at the start of a run and every maxdig digits after it;
+ * - \r \n right after punctuation, and after those, belong to its piece ([\r\n]*+); the other
+ *   whitespace makes runs, which start a piece, and so do their last character when it is not
+ *   a line break (\s+(?!\S) leaves it to the next piece, or \s to itself), and the one after
+ *   the run's last line break (\s*[\r\n] ends there), the rest of the run going on.
+ * The bytes from the first non-ASCII one on, and a whitespace run that reaches them or the end
+ * of the block (its end, and its last line break, lie past what the block sees; the end of the
+ * text too: \s++$), are left out: their starts are not set. */
+static inline uint64_t et_cl100k_block(const uint8_t *t, unsigned maxdig)
+{
+    if (maxdig > 32) return 0;
+    struct et_ascii64 c;
+    et_ascii_classes64(t, &c);
+    const uint64_t known = c.high ? (c.high & (0 - c.high)) - 1 : ~(uint64_t)0; /* ASCII */
+    const uint64_t wt = c.ctl & ~c.newline;                                     /* \t \v \f */
+    const uint64_t punct = ~(c.letter | c.digit | c.space | c.ctl | c.high);   /* ' too */
+    const uint64_t nl = c.newline & (c.newline + (c.newline & (punct << 1))); /* not punct's */
+    const uint64_t space = c.space | wt | nl, blank = c.space | wt;
+    const uint64_t punct_start = punct & ~((punct | c.space) << 1);
+    uint64_t letter_start = c.letter & ~((c.letter | blank | punct_start) << 1);
+    for (uint64_t a = c.apos & punct_start & known & 0x3FFFFFFFFFFFFFFFull; a; a &= a - 1) {
+        const unsigned k = et_ctz64(a); /* a contraction ending before t[62] */
+        const char x = (char)(t[k + 1] | 0x20u), y = (char)(t[k + 2] | 0x20u);
+        unsigned end = 0;
+        if (x == 's' || x == 'd' || x == 'm' || x == 't') end = k + 2;
+        else if ((x == 'l' && y == 'l') || ((x == 'v' || x == 'r') && y == 'e')) end = k + 3;
+        if (end && end < 64) letter_start |= c.letter & (uint64_t)1 << end;
+    }
+    const uint64_t starts = punct_start | letter_start |
+                            et_block_digits(c.digit, maxdig > 1 ? maxdig : 1) |
+                            et_block_spaces(space, blank, nl);
+    return starts & et_block_keep(space, known) & ~(uint64_t)1;
+}
+
 static inline int et_cl_is_space(const uint8_t *t, size_t len, size_t i)
 {
     size_t n;

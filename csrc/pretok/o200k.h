@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "../unicode/ucd.h"
+#include "cl100k.h" /* the block rules the families share */
 
 /* Categories. LU: Lu, Lt (UP only). LL: Ll (LO only). LB: Lm, Lo (letters in UP and LO).
  * MK: \p{M} (UP and LO, but not \p{L}: a prefix and part of [^\s\p{L}\p{N}]). NL: \r \n.
@@ -255,6 +256,54 @@ ET_ALWAYS_INLINE static inline size_t et_o200k_next(const uint8_t *t, size_t len
     default: /* O2B_SPACE */
         return et_o2_space(t, len, i);
     }
+}
+
+/* The piece starts in t[0..64) where a piece starts at t[0], as et_cl100k_block finds them
+ * (see there), for o200k's rules on ASCII text: a letter starts a piece unless after a letter,
+ * after ' ' or \t \v \f, or after punctuation that starts a piece -- and an upper-case one
+ * after a lower-case one does (A1 and A2 end a word at an upper-case letter after lower case,
+ * "camelCase"); a contraction after a letter belongs to the word (CONTR?), the character after
+ * it starts a piece; \r \n after punctuation, and '/' after those, belong to its piece
+ * ([\r\n/]*); digits and whitespace as in cl100k. Bits from two bytes before the first
+ * non-ASCII byte on are not set (a contraction may go on into it: 'ſ folds to 's), nor from an
+ * apostrophe after a contraction on ("a's's": the second is no contraction of a word). */
+static inline uint64_t et_o200k_block(const uint8_t *t)
+{
+    struct et_ascii64 c;
+    et_ascii_classes64(t, &c);
+    uint64_t known = c.high ? ((c.high & (0 - c.high)) - 1) >> 2 : ~(uint64_t)0;
+    const uint64_t wt = c.ctl & ~c.newline;                                     /* \t \v \f */
+    const uint64_t punct = ~(c.letter | c.digit | c.space | c.ctl | c.high);   /* ' / too */
+    uint64_t tail = c.newline & (punct << 1), within = c.newline | c.slash; /* punct's [\r\n/]* */
+    for (unsigned k = 1; tail && k < 64; k <<= 1) { /* from each line break after punct on */
+        tail |= (tail << k) & within;
+        within &= within << k;
+    }
+    const uint64_t nl = c.newline & ~tail, run = punct & ~tail; /* run: ' ?[^\s\p{L}\p{N}]+ */
+    const uint64_t space = c.space | wt | nl, blank = c.space | wt;
+    const uint64_t punct_start = run & ~((run | c.space) << 1);
+    uint64_t starts = punct_start | (c.letter & ~((c.letter | blank | punct_start) << 1)) |
+                      (c.letter & ~c.lower & (c.lower << 1));
+    for (uint64_t a = c.apos & (c.letter << 1) & known; a; a &= a - 1) {
+        const unsigned k = et_ctz64(a); /* after a word: a contraction, or a piece start */
+        if (k > 61) { /* its letters lie past the block */
+            known &= ((uint64_t)1 << k) - 1;
+            break;
+        }
+        const char x = (char)(t[k + 1] | 0x20u), y = (char)(t[k + 2] | 0x20u);
+        unsigned end = 0;
+        if (x == 's' || x == 'd' || x == 'm' || x == 't') end = k + 2;
+        else if ((x == 'l' && y == 'l') || ((x == 'v' || x == 'r') && y == 'e')) end = k + 3;
+        if (!end) continue;
+        if (end < 64 && t[end] == '\'') {
+            known &= ((uint64_t)1 << k) - 1;
+            break;
+        }
+        starts &= ~(((uint64_t)1 << k) | ((uint64_t)1 << (k + 1)) | ((uint64_t)1 << (end - 1)));
+        if (end < 64) starts |= (uint64_t)1 << end;
+    }
+    starts |= et_block_digits(c.digit, 3) | et_block_spaces(space, blank, nl);
+    return starts & et_block_keep(space, known) & ~(uint64_t)1;
 }
 
 /* The category of the character that ends at b (0 < b <= len): an invalid byte, or a byte of

@@ -39,6 +39,34 @@ static size_t next_piece(int fam, const uint8_t *t, size_t len, size_t i)
     }
 }
 
+/* The piece starts after i that et_cl100k_block or et_o200k_block finds in the 64 bytes from
+ * i, as bits from i (0 for GPT-2's families, and with fewer than 64 bytes left). The loops below
+ * take piece ends from them while they last, as the library's do, so the tests check both. */
+static uint64_t block_starts(int fam, const uint8_t *t, size_t len, size_t i)
+{
+    if (len - i < 64) return 0;
+    switch (fam) {
+    case F_CL100K: case F_LLAMA3: return et_cl100k_block(t + i, 3);
+    case F_QWEN2: return et_cl100k_block(t + i, 1);
+    case F_O200K: return et_o200k_block(t + i);
+    default: return 0;
+    }
+}
+
+/* The end of the piece at i: from *starts (block_starts at *base) while it lasts. */
+static size_t piece_end(int fam, const uint8_t *t, size_t len, size_t i, uint64_t *starts,
+                        size_t *base)
+{
+    if (!*starts) {
+        *starts = block_starts(fam, t, len, i);
+        *base = i;
+    }
+    if (!*starts) return next_piece(fam, t, len, i);
+    size_t e = *base + et_ctz64(*starts);
+    *starts &= *starts - 1;
+    return e;
+}
+
 static int safe_cut(int fam, const uint8_t *t, size_t len, size_t b)
 {
     switch (fam) {
@@ -76,12 +104,12 @@ static size_t forced_cut(int fam, const uint8_t *t, size_t len, size_t from)
  * Not inlined itself: `valgrind --tool=callgrind --toggle-collect=count_pieces` counts it. */
 NOINLINE static size_t count_pieces(int fam, const uint8_t *t, size_t len)
 {
-    size_t n = 0, i = 0;
+    size_t n = 0, i = 0, base = 0;
+    uint64_t starts = 0;
     switch (fam) {
-    case F_CL100K: for (; i < len; n++) i = et_cl100k_next(t, len, i, 3, 1); break;
-    case F_LLAMA3: for (; i < len; n++) i = et_cl100k_next(t, len, i, 3, 0); break;
-    case F_QWEN2: for (; i < len; n++) i = et_cl100k_next(t, len, i, 1, 0); break;
-    case F_O200K: for (; i < len; n++) i = et_o200k_next(t, len, i); break;
+    case F_CL100K: case F_LLAMA3: case F_QWEN2: case F_O200K:
+        for (; i < len; n++) i = piece_end(fam, t, len, i, &starts, &base);
+        break;
     case F_GPT2D: for (; i < len; n++) i = et_gpt2_next(t, len, i, 1); break;
     default: for (; i < len; n++) i = et_gpt2_next(t, len, i, 0); break;
     }
@@ -126,8 +154,10 @@ static int print_pieces(int fam, const uint8_t *t, size_t len, int safe)
         return 0;
     }
     const char *sep = "";
+    size_t base = 0;
+    uint64_t starts = 0;
     for (size_t i = 0; i < len;) {
-        size_t e = next_piece(fam, t, len, i);
+        size_t e = piece_end(fam, t, len, i, &starts, &base);
         if (e <= i || e > len) { /* never: a piece is never empty nor past the end */
             fprintf(stderr, "pretok_check: bad piece end %zu at %zu\n", e, i);
             return 1;

@@ -70,7 +70,8 @@ static inline uint32_t et_utf8_decode(const uint8_t *s, size_t len, size_t i, si
  * of 16 bytes has byte k's bits from bit k << ET_SIMD16_SHIFT (SSE2: a bit a byte, from
  * movemask; NEON: four bits a byte, narrowed from the compare's 0xFF/0x00 bytes). */
 #if (defined(__SSE2__) || (defined(__ARM_NEON) && defined(__aarch64__))) && \
-    defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && \
+    !defined(ET_NO_SIMD) /* -DET_NO_SIMD: the portable loops alone, to test them */
 #define ET_SIMD16 1
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -158,6 +159,121 @@ ET_ALWAYS_INLINE static inline size_t et_ascii_letters_end(const uint8_t *t, siz
     while (i < len && (uint8_t)((lower ? t[i] : (t[i] | 0x20u)) - 'a') < 26u) i++;
     return i;
 }
+
+/* The index of the lowest set bit of x (x != 0). */
+static inline unsigned et_ctz64(uint64_t x)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return (unsigned)__builtin_ctzll(x);
+#else
+    unsigned k = 0;
+    while (!(x & 1u)) x >>= 1, k++;
+    return k;
+#endif
+}
+
+/* The number of clear bits above the highest set bit of x (x != 0). */
+static inline unsigned et_clz64(uint64_t x)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return (unsigned)__builtin_clzll(x);
+#else
+    unsigned k = 0;
+    while (!(x >> 63)) x <<= 1, k++;
+    return k;
+#endif
+}
+
+/* Bit masks of the ASCII classes of 64 bytes t[0..64), bit k for t[k]: what the block
+ * pretokenizers (et_cl100k_block, et_o200k_block) work on. letter: A-Z a-z; lower: a-z;
+ * digit: 0-9; space: ' '; newline: \r \n; ctl: \t..\r (newline included); apos: ';
+ * slash: /; high: bytes >= 0x80. (Inlined: the masks a caller does not use cost nothing.) */
+struct et_ascii64 {
+    uint64_t letter, lower, digit, space, newline, ctl, apos, slash, high;
+};
+
+#if ET_SIMD16 && defined(__SSE2__)
+/* Unsigned ranges as signed compares: x + (0x80 - lo) takes lo..lo+n-1 to -128..-129+n. */
+#define ET_IN_RANGE16(x, lo, n) \
+    _mm_cmplt_epi8(_mm_add_epi8((x), _mm_set1_epi8((char)(0x80 - (lo)))), \
+                   _mm_set1_epi8((char)(-128 + (n))))
+ET_ALWAYS_INLINE static inline void et_ascii_classes64(const uint8_t *t, struct et_ascii64 *c)
+{
+    memset(c, 0, sizeof *c);
+    for (unsigned k = 0; k < 4; k++) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(t + 16 * k));
+        __m128i nl = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\n')),
+                                  _mm_cmpeq_epi8(x, _mm_set1_epi8('\r')));
+        __m128i folded = _mm_or_si128(x, _mm_set1_epi8(0x20)); /* A-Z to a-z */
+        c->letter |= et_mask16(ET_IN_RANGE16(folded, 'a', 26)) << 16 * k;
+        c->lower |= et_mask16(ET_IN_RANGE16(x, 'a', 26)) << 16 * k;
+        c->digit |= et_mask16(ET_IN_RANGE16(x, '0', 10)) << 16 * k;
+        c->space |= et_mask16(_mm_cmpeq_epi8(x, _mm_set1_epi8(' '))) << 16 * k;
+        c->newline |= et_mask16(nl) << 16 * k;
+        c->ctl |= et_mask16(ET_IN_RANGE16(x, '\t', 5)) << 16 * k;
+        c->apos |= et_mask16(_mm_cmpeq_epi8(x, _mm_set1_epi8('\''))) << 16 * k;
+        c->slash |= et_mask16(_mm_cmpeq_epi8(x, _mm_set1_epi8('/'))) << 16 * k;
+        c->high |= et_mask16(x) << 16 * k;
+    }
+}
+#elif ET_SIMD16
+/* NEON has no movemask: the compares' 0xFF bytes keep one bit each (bit k % 8 of byte k), and
+ * three rounds of pairwise adds gather the 64 bytes' bits into 8 bytes. */
+static inline uint64_t et_mask64(const uint8x16_t m[4])
+{
+    static const uint8_t bit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    const uint8x16_t b = vld1q_u8(bit);
+    uint8x16_t s0 = vpaddq_u8(vandq_u8(m[0], b), vandq_u8(m[1], b));
+    uint8x16_t s1 = vpaddq_u8(vandq_u8(m[2], b), vandq_u8(m[3], b));
+    s0 = vpaddq_u8(s0, s1);
+    s0 = vpaddq_u8(s0, s0);
+    return vgetq_lane_u64(vreinterpretq_u64_u8(s0), 0);
+}
+
+ET_ALWAYS_INLINE static inline void et_ascii_classes64(const uint8_t *t, struct et_ascii64 *c)
+{
+    uint8x16_t l[4], lo[4], d[4], s[4], nl[4], ctl[4], ap[4], sl[4], hi[4];
+    for (unsigned k = 0; k < 4; k++) {
+        uint8x16_t x = vld1q_u8(t + 16 * k);
+        l[k] = vcltq_u8(vsubq_u8(vorrq_u8(x, vdupq_n_u8(0x20)), vdupq_n_u8('a')), vdupq_n_u8(26));
+        lo[k] = vcltq_u8(vsubq_u8(x, vdupq_n_u8('a')), vdupq_n_u8(26));
+        d[k] = vcltq_u8(vsubq_u8(x, vdupq_n_u8('0')), vdupq_n_u8(10));
+        s[k] = vceqq_u8(x, vdupq_n_u8(' '));
+        nl[k] = vorrq_u8(vceqq_u8(x, vdupq_n_u8('\n')), vceqq_u8(x, vdupq_n_u8('\r')));
+        ctl[k] = vcltq_u8(vsubq_u8(x, vdupq_n_u8('\t')), vdupq_n_u8(5));
+        ap[k] = vceqq_u8(x, vdupq_n_u8('\''));
+        sl[k] = vceqq_u8(x, vdupq_n_u8('/'));
+        hi[k] = vcgeq_u8(x, vdupq_n_u8(0x80));
+    }
+    c->letter = et_mask64(l);
+    c->lower = et_mask64(lo);
+    c->digit = et_mask64(d);
+    c->space = et_mask64(s);
+    c->newline = et_mask64(nl);
+    c->ctl = et_mask64(ctl);
+    c->apos = et_mask64(ap);
+    c->slash = et_mask64(sl);
+    c->high = et_mask64(hi);
+}
+#else
+static inline void et_ascii_classes64(const uint8_t *t, struct et_ascii64 *c)
+{
+    memset(c, 0, sizeof *c);
+    for (unsigned k = 0; k < 64; k++) {
+        const uint8_t x = t[k];
+        const uint64_t b = (uint64_t)1 << k;
+        if ((uint8_t)((x | 0x20u) - 'a') < 26u) c->letter |= b;
+        if ((uint8_t)(x - 'a') < 26u) c->lower |= b;
+        if ((uint8_t)(x - '0') < 10u) c->digit |= b;
+        if (x == ' ') c->space |= b;
+        if (x == '\n' || x == '\r') c->newline |= b;
+        if ((uint8_t)(x - '\t') < 5u) c->ctl |= b;
+        if (x == '\'') c->apos |= b;
+        if (x == '/') c->slash |= b;
+        if (x >= 0x80u) c->high |= b;
+    }
+}
+#endif
 
 static inline int et_ascii_letter(uint8_t c) { return (uint8_t)((c | 0x20u) - 'a') < 26u; }
 

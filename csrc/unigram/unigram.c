@@ -178,18 +178,6 @@ static inline int all_printable(uint64_t w)
            ((w + 0x6060606060606060ull) & high) == high;
 }
 
-/* The index of the lowest set bit of w (w != 0). */
-static inline unsigned lowest_bit(uint64_t w)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return (unsigned)__builtin_ctzll(w);
-#else
-    unsigned k = 0;
-    while (!(w & 1u)) w >>= 1, k++;
-    return k;
-#endif
-}
-
 /* Normalises t[0..len) into b; 0 if b is too small. Without dummy, no dummy whitespace is
  * added (ET_NO_DUMMY). */
 static int normalize(const et_model *m, const uint8_t *t, size_t len, norm_buf *b, int dummy)
@@ -238,7 +226,7 @@ static int normalize(const et_model *m, const uint8_t *t, size_t len, norm_buf *
                                       0x8080808080808080ull;
                     size_t a = 0; /* the chunk's bytes before a are written */
                     while (spaces) {
-                        const size_t at = (size_t)lowest_bit(spaces) >> 3;
+                        const size_t at = (size_t)et_ctz64(spaces) >> 3;
                         store_le64(o, w >> (8 * a)); /* bytes a.. (keeps at - a of them) */
                         o += at - a;
                         prev = at > a ? 0 : prev;
