@@ -740,9 +740,7 @@ static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32
     x->l = l;
     x->packed = 0;
     x->apart = NULL;
-    x->lk_packed = a->probes != NULL;
-    x->lk_s2 = l == ET_NONE ? 1u : (uint64_t)a->shape[(size_t)4u * l] + 2u; /* as s2 below */
-    x->lk_free = !(l != ET_NONE && (a->head[l] & AUT_ENDS_APOS));
+    x->lk_packed = 0; /* (pctx_look) */
     if (l == ET_NONE) return;
     const int l_first = l2 == AUT_ANY || (l2 != ET_NONE && (a->head[l2] & AUT_ENDS_APOS));
     const uint32_t s2 = l2 == ET_NONE ? 0xFFFFFFFFu : l2 == AUT_ANY ? 0xFFFFFFFEu
@@ -751,6 +749,15 @@ static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32
     x->next_free = !(a->head[l] & AUT_ENDS_APOS);
     x->packed = a->probes && sl < AUT_SHAPE_MAX;
     x->k0 = (uint64_t)(s2 + 2u) << 19 | sl;
+}
+
+/* pctx_init's look-ahead fields (entry_ok's: a mask's or a step's context). */
+static void pctx_look(const et_automaton *a, struct pctx *x)
+{
+    const uint32_t l = x->l;
+    x->lk_packed = a->probes != NULL;
+    x->lk_s2 = l == ET_NONE ? 1u : (uint64_t)a->shape[(size_t)4u * l] + 2u; /* as s2 above */
+    x->lk_free = !(l != ET_NONE && (a->head[l] & AUT_ENDS_APOS));
 }
 
 /* et_valid_pair(l, t) where l's bytes then t's first byte begin no token: so do none of t's
@@ -830,7 +837,7 @@ static int entry_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32
     const uint32_t r = a->nxt[i], t = a->tok[i];
     int lvl = a->accept[r] ? 15 : -1;
     struct pctx x;
-    pctx_init(a, &x, l, t);
+    if (lvl < 0) pctx_init(a, &x, l, t);
     /* the run after t: known where l is (deeper levels, remembered for any l, ask none) */
     const uint8_t *const drow = keep ? NULL : a->dtab + (size_t)dt * 256u;
     /* the entry that proved i live before (under any token before t, or another l): a hint,
@@ -877,11 +884,12 @@ static int entry_ok(const et_automaton *a, struct memo *mm, const struct pctx *x
 {
     const uint32_t t = a->tok[i], dt = (tv & 15u) - 1u; /* the run after t */
     if (!pair_ok_c(a, mm, x, t, valid, tv)) return 0;
+    const uint32_t r = a->nxt[i];
+    if (a->accept[r]) return 1; /* the text may end after t: live at every level */
     const unsigned m = atomic_load_explicit(&a->live[i], memory_order_relaxed);
     if ((m & 15u) < AUT_LOOK && entry_live(a, mm, AUT_ANY, i, AUT_LOOK, 0u) < 0) return 0;
     /* live(l, i): most often the witness of live(AUT_ANY, i) with its probe remembered */
-    const uint32_t r = a->nxt[i], w = atomic_load_explicit(&a->wit[i], memory_order_relaxed);
-    if (a->accept[r]) return 1;
+    const uint32_t w = atomic_load_explicit(&a->wit[i], memory_order_relaxed);
     if (w && x->lk_packed) {
         const uint32_t j = a->row[r] + (w >> 1) - 1u;
         if (j < a->row[r + 1u] &&
@@ -925,6 +933,7 @@ int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
         if (!(v = dstep(a, c.d, token))) return -1;
         if (!a->probes) memset(mm.key, 0, sizeof mm.key);
         pctx_init(a, &x, c.l2, c.l);
+        pctx_look(a, &x);
         if (!entry_ok(a, &mm, &x, lo, -1, v)) return -1;
     }
     return join_state(a, a->nxt[lo], c.l, token, (v & 15u) - 1u);
@@ -963,6 +972,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     const uint8_t *drow = NULL; /* dstep() after the state's run, where it may not be 1 */
     if (canon) {
         pctx_init(a, &x, c.l2, c.l);
+        pctx_look(a, &x);
         if (c.d || a->row_dig[c.row]) drow = a->dtab + (size_t)c.d * 256u;
     }
     if (canon && c.l != ET_NONE && a->row[c.row + 1u] - a->row[c.row] >= 256u &&
