@@ -788,15 +788,38 @@ static inline unsigned dstep(const et_automaton *a, uint32_t d, uint32_t t)
     return a->dtab[(size_t)d * 256u + a->dig[t]];
 }
 
+/* Whether l's last bytes and t's first make one character (t begins with continuation bytes
+ * that complete, as valid UTF-8, a character l begins): the pretokenizers decode a lead byte
+ * as a character's start whatever is before it, so no cut falls inside it and l and t are in
+ * one piece, whatever the text around. */
+static int splits_char(const et_model *m, uint32_t l, uint32_t t)
+{
+    const uint8_t *p = NULL, *q = NULL;
+    const size_t nl = et_tok(m, l, &p), nt = et_tok(m, t, &q);
+    if (!nl || !nt || (q[0] & 0xC0u) != 0x80u) return 0;
+    size_t k = 1; /* p[nl - k]: the last byte of l that is no continuation byte */
+    while (k < 4u && k < nl && (p[nl - k] & 0xC0u) == 0x80u) k++;
+    if ((p[nl - k] & 0xC0u) == 0x80u) return 0;
+    uint8_t buf[4];
+    size_t n = 0, len = 0;
+    for (size_t i = nl - k; i < nl; i++) buf[n++] = p[i];
+    for (size_t i = 0; i < nt && n < 4u; i++) buf[n++] = q[i];
+    return et_utf8_decode(buf, n, 0, &len) != 0xFFFFFFFFu && len > k;
+}
+
 /* pair_ok(a, mm, x->l2, x->l, t, valid) (valid as there), or what the digit run says of the
- * cut before t: dv is dstep()'s (not 0; 1 where the run is not asked). */
+ * cut before t: dv is dstep()'s (not 0; 1 where the run is not asked). Where l and t split a
+ * character (splits_char), they must be a valid pair. */
 ET_ALWAYS_INLINE static inline int pair_ok_c(const et_automaton *a, struct memo *mm,
                                              const struct pctx *x, uint32_t t, int valid,
                                              unsigned dv)
 {
-    const unsigned mode = dv >> 4;
+    unsigned mode = dv >> 4;
     if (mode == DM_CUT) return 1;
-    if (mode == DM_PROBE && (x->l == ET_NONE || !(a->head[t] & ~AUT_ENDS_APOS))) return 1;
+    if (mode == DM_PROBE && (x->l == ET_NONE || !(a->head[t] & ~AUT_ENDS_APOS))) {
+        if (x->l >= a->n_vocab || !splits_char(a->m, x->l, t)) return 1;
+        mode = DM_JOIN; /* (t is no character: no probe could look at it) */
+    }
     if (valid < 0)
         valid = valid == -2 ? pair_valid_apart(a, x->l, t, x->apart) : pair_valid(a, x->l, t, 0);
 #ifdef AUT_CHECK_PAIRS
@@ -898,7 +921,7 @@ static int entry_ok(const et_automaton *a, struct memo *mm, const struct pctx *x
             const unsigned uv = dstep(a, dt, u);
             if (!uv || (uv >> 4 == DM_JOIN && !(w & 1u))) goto scan;
             if (uv >> 4 != DM_PROBE) return 1;
-            if (!(a->head[u] & ~AUT_ENDS_APOS)) return 1;
+            if (!(a->head[u] & ~AUT_ENDS_APOS)) return (w & 1u) || !splits_char(a->m, t, u);
             const uint32_t sl = a->shape[(size_t)4u * t + x->lk_free],
                            st = a->shape[(size_t)4u * u + 2u + !(a->head[t] & AUT_ENDS_APOS)];
             if ((sl | st) < AUT_SHAPE_MAX) {
