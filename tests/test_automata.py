@@ -484,6 +484,34 @@ def test_shapes_keep_the_cuts(text):  # type: ignore[no-untyped-def]
             [len(p) for p in regex.findall(pat, other)], (name, text, other)
 
 
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_canonical_split_characters(name):  # type: ignore[no-untyped-def]
+    """Two tokens that split one character (one piece of text): after the first, the second is
+    allowed by the canonical automaton of any text iff the two are tiktoken's encoding of the
+    text (before, a token that is not UTF-8 skipped the pair test: ' \\xec' then
+    '\\x82\\xad\\xec\\xa0\\x9c' where ' 삭제' is one token)."""
+    ref = reference.tiktoken_encoding(name)
+    a = automaton(name, r"[\s\S]*", True)
+    checked = refused = 0
+    for text in (" 삭제", " 부", "מ", " é", "中文", " ещё", "日本語", " ünter", "नमस्ते", " 🙂"):
+        data = text.encode()
+        for cut in range(1, len(data)):
+            if data[cut] & 0xC0 != 0x80:  # not inside a character
+                continue
+            try:
+                l, t = ref.encode_single_token(data[:cut]), ref.encode_single_token(data[cut:])
+            except KeyError:
+                continue
+            s = a.next(a.start, l)
+            if s < 0:
+                continue
+            canonical = ref.encode_ordinary(text) == [l, t]
+            assert (a.next(s, t) >= 0) == canonical, (name, text, cut)
+            checked += 1
+            refused += not canonical
+    assert refused > 0, (checked, refused)
+
+
 @pytest.mark.parametrize("key", ["enum", "iso_date", "phone", "integer"])
 def test_canonical_no_dead_ends(enc, key):  # type: ignore[no-untyped-def]
     """The look-ahead: no random walk of the canonical automaton gets stuck where nothing is
