@@ -8,11 +8,13 @@
  * allowed id. Nothing is allocated after building; any number of threads may use an automaton
  * (canonical ones remember look-ahead answers per entry with relaxed atomic stores of facts).
  *
- * Canonical automata (ET_AUT_CANONICAL) also carry the last two tokens in the state
- * ((row * (n_vocab + 1) + l2 + 1) * (n_vocab + 1) + l + 1, 0 for none) and allow a token t
- * after token l only where BPE could put them side by side: inside one piece as a valid pair
- * (the backtracking encoder's test), or across a cut the pretokenizer may make between them
- * (see probe()), and only where some canonical text can go on after t (entry_live()). Sound
+ * Canonical automata (ET_AUT_CANONICAL) also carry the last two tokens in the state, and the
+ * digit run the text ends in (see digit_step; n_d values, 1 where the pretokenizer does not
+ * group digits): ((row * (n_vocab + 1) + l2 + 1) * (n_vocab + 1) + l + 1) * n_d + d, 0 for
+ * none. They allow a token t after token l only where BPE could put them side by side: inside
+ * one piece as a valid pair (the backtracking encoder's test), or across a cut the
+ * pretokenizer may make between them (see probe(); where the digit run decides the cut, it
+ * decides), and only where some canonical text can go on after t (entry_live()). Sound
  * (a canonical encoding is never refused; tested, and fuzzed by csrc/fuzz/fuzz_automata.c),
  * not exact. What they learn is kept for every later mask and thread, in memory fixed at
  * build: per entry a look-ahead byte and a witness (5 bytes), and two direct-mapped tables of
@@ -44,6 +46,12 @@ struct et_automaton {
     _Atomic uint64_t *probes; /* canonical: probe answers by shapes (see pair_ok), 1 << pair_bits
                                * slots; NULL where the shapes are too many to pack */
     uint32_t n_shapes;       /* shape ids are < n_shapes */
+    uint8_t *dig;     /* canonical: per token, its digit_desc() (0 where dig_g is 0) */
+    uint8_t *dtab;    /* canonical: digit_step() of every run d and digit_desc g, at d * 256 + g:
+                       * 0 where t cannot follow, else (run after t + 1) | mode << 4 */
+    uint8_t *row_dig; /* canonical: per row, whether a token of it has a digit_desc() */
+    uint32_t dig_g;   /* digit groups of dig_g characters (0: none, n_d = 1) */
+    uint32_t n_d;     /* states of the digit run carried in a state (see digit_step) */
     size_t bytes;     /* memory held */
 };
 
@@ -79,6 +87,9 @@ void et_automaton_free(et_automaton *a)
     free((void *)a->probes);
     free(a->shape);
     free(a->head);
+    free(a->dig);
+    free(a->dtab);
+    free(a->row_dig);
     free(a);
 }
 
@@ -188,6 +199,71 @@ static uint32_t shape_id(struct shape_map *sm, const uint8_t *p, uint32_t n, int
     }
 }
 
+/* Digit runs. The cl100k, o200k and Llama-3 pretokenizers put \p{N} characters only in pieces
+ * of digits, up to G a piece from the start of each run (G = 3, or the model's parameter), and
+ * GPT-2 with digits split off puts each digit in a piece of its own (G = 1). So there is a cut
+ * between a digit and a character that is not one, either way, and between two digits of a
+ * run exactly where the digits before are a multiple of G; no canonical token crosses a cut.
+ * A pair of tokens does not show where the run began (a probe may put a digit before it), so
+ * canonical states of these models carry the run: d = 0 where the text ends in a character
+ * that is not \p{N} (or is empty), 1..G where it ends in a run of that many digits mod G (G for
+ * a multiple), G + 1 where that is not known (a token that is part of a character, or a run
+ * whose start was not known). Other models (GPT-2's ` ?\p{N}+`, whose cuts the probes show)
+ * carry nothing. digit_desc() is what a token tells: */
+#define DG_NEVER 0x80u /* it crosses a cut whatever is around it: never canonical */
+#define DG_OPEN 0x40u  /* it begins inside a character (or holds none): no rule before it */
+#define DG_PART 0x20u  /* it ends inside a character: the run after it is not known */
+#define DG_N 0x10u     /* its characters are \p{N} (low nibble: how many, <= G); else none is */
+
+static uint8_t digit_desc(const uint8_t *p, size_t n, uint32_t g)
+{
+    size_t i = 0, k = 1;
+    while (i < n && i < 3u && (p[i] & 0xC0u) == 0x80u) i++; /* the end of a character */
+    unsigned out = i ? DG_OPEN : 0u, chars = 0, digits = 0, run = 0, mixed = 0, longest = 0;
+    for (; i < n; i += k) {
+        const uint32_t cp = et_utf8_decode(p, n, i, &k);
+        if (cp == 0xFFFFFFFFu) { /* part of a character (or not UTF-8): what follows is open */
+            out |= DG_PART;
+            break;
+        }
+        const int digit = (et_ucd_bits(cp) & ET_U_N) != 0;
+        if (chars && (digit != (run > 0))) mixed = 1;
+        run = digit ? run + 1u : 0u;
+        if (run > longest) longest = run;
+        digits += (unsigned)digit;
+        chars++;
+    }
+    if (!chars) return (uint8_t)(DG_OPEN | DG_PART);
+    if (mixed || longest > g) return (uint8_t)(out | DG_NEVER);
+    return (uint8_t)(out | (digits ? DG_N | digits : 0u));
+}
+
+#define DM_PROBE 0u /* digit_step(): the digits tell nothing of the cut before t */
+#define DM_CUT 1u   /* a cut is certain there: t may follow whatever the pair */
+#define DM_JOIN 2u  /* t is in l's piece of digits: t may follow iff (l, t) is a valid pair */
+
+/* The run after token t (its digit_desc g) where the run before it is d, or -1 when t cannot
+ * follow there (it crosses a cut); *mode: what the run says of the cut before t. */
+static int digit_step(uint32_t G, uint32_t d, unsigned g, unsigned *mode)
+{
+    *mode = DM_PROBE;
+    if (!G) return 0;
+    if (g & DG_NEVER) return -1;
+    const uint32_t U = G + 1u, n = g & 15u;
+    if ((g & DG_OPEN) || d >= U) return (g & (DG_PART | DG_N)) ? (int)U : 0;
+    if (!(g & DG_N)) { /* a character that is no digit: cut after a digit */
+        if (d) *mode = DM_CUT;
+        return g & DG_PART ? (int)U : 0;
+    }
+    if (d == 0 || d == G) { /* a new group of digits */
+        *mode = DM_CUT;
+        return g & DG_PART ? (int)U : (int)n;
+    }
+    if (d + n > G) return -1; /* the group ends inside t */
+    *mode = DM_JOIN;
+    return g & DG_PART ? (int)U : (int)(d + n);
+}
+
 static const uint8_t *pair_head(const et_model *m, uint32_t t, size_t *nt);
 
 #define AUT_ENDS_APOS 0x80000000u /* a->head[t]: t ends with an apostrophe (ends_apos) */
@@ -201,7 +277,8 @@ static int shapes(et_automaton *a, size_t used)
     const uint32_t V = a->n_vocab;
     struct shape_map sm = {NULL, 16, 0, {{0}}, NULL, NULL};
     uint64_t *in = calloc((size_t)V / 64u + 1u, 8u);
-    if (!in || !(a->shape = malloc((size_t)V * 16u)) || !(a->head = calloc(V, 4u))) {
+    if (!in || !(a->shape = malloc((size_t)V * 16u)) || !(a->head = calloc(V, 4u)) ||
+        !(a->dig = calloc(V, 1u))) {
         free(in);
         return ET_E_NOMEM;
     }
@@ -234,6 +311,7 @@ static int shapes(et_automaton *a, size_t used)
             n = et_tok(a->m, t, &p);
             q = n ? pair_head(a->m, t, &nh) : NULL;
             if (q) a->head[t] = (uint32_t)nh | (ends_apos(p, n) ? AUT_ENDS_APOS : 0u);
+            if (a->dig_g) a->dig[t] = digit_desc(p, n, a->dig_g);
         }
         uint32_t *out = a->shape + (size_t)4u * t;
         for (int k = 0; k < 2; k++) {
@@ -246,7 +324,7 @@ static int shapes(et_automaton *a, size_t used)
     free(sm.buf2);
     free(in);
     a->n_shapes = sm.next;
-    a->bytes += (size_t)V * 20u;
+    a->bytes += (size_t)V * 21u;
     return ET_OK;
 }
 
@@ -350,8 +428,30 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
             atomic_init(&a->wit[i], 0);
         }
         a->bytes += used * (1u + sizeof *a->wit);
+        a->dig_g = m->pretok == ET_PRETOK_O200K ? 3u
+                   : m->pretok == ET_PRETOK_CL100K || m->pretok == ET_PRETOK_LLAMA3 ? m->pretok_param
+                   : m->pretok == ET_PRETOK_GPT2 && m->pretok_param == 1u ? 1u : 0u;
+        a->n_d = a->dig_g ? a->dig_g + 2u : 1u;
+        /* states (see join_state) must fit an int64 */
+        const uint64_t k = (uint64_t)V + 1u;
+        if (k * k * a->n_d > (uint64_t)INT64_MAX / rows) {
+            rc = ET_E_ARG;
+            goto done;
+        }
         if ((rc = shapes(a, used))) goto done;
         rc = ET_E_NOMEM;
+        if (!(a->dtab = malloc((size_t)a->n_d * 256u))) goto done;
+        for (uint32_t d = 0; d < a->n_d; d++)
+            for (unsigned g = 0; g < 256u; g++) {
+                unsigned mode;
+                const int after = digit_step(a->dig_g, d, g, &mode);
+                a->dtab[d * 256u + g] = after < 0 ? 0u : (uint8_t)((unsigned)(after + 1) | mode << 4);
+            }
+        if (!(a->row_dig = calloc(rows, 1u))) goto done;
+        for (uint32_t r = 0; r < rows; r++)
+            for (uint32_t i = a->row[r]; i < a->row[r + 1u] && !a->row_dig[r]; i++)
+                a->row_dig[r] = a->dig[a->tok[i]] != 0;
+        a->bytes += (size_t)a->n_d * 256u + rows;
         /* the pair and probe memos: 2 slots an entry each, 2^10 to 2^17 slots (8 KiB to 1 MiB) */
         for (a->pair_bits = 10; a->pair_bits < 17 && ((size_t)1 << a->pair_bits) < 2u * used;)
             a->pair_bits++;
@@ -384,20 +484,23 @@ size_t et_automaton_bytes(const et_automaton *a) { return a->bytes; }
 
 /* A state: its row, and in canonical automata the last two tokens (ET_NONE where the text
  * has fewer). Returns 0 if it is none of this automaton's states. */
-struct cstate { uint32_t row, l2, l; };
+struct cstate { uint32_t row, l2, l, d; /* d: the digit run (digit_step) */ };
 
 static int split_state(const et_automaton *a, int64_t state, struct cstate *c)
 {
     if (state < 0) return 0;
     uint64_t s = (uint64_t)state;
     c->l2 = c->l = ET_NONE;
+    c->d = 0;
     if (a->flags & ET_AUT_CANONICAL) {
         const uint64_t k = (uint64_t)a->n_vocab + 1u;
+        c->d = (uint32_t)(s % a->n_d);
+        s /= a->n_d;
         c->l = (uint32_t)(s % k) - 1u;
         s /= k;
         c->l2 = (uint32_t)(s % k) - 1u;
         s /= k;
-        if (c->l2 != ET_NONE && c->l == ET_NONE) return 0;
+        if ((c->l2 != ET_NONE || c->d) && c->l == ET_NONE) return 0;
         /* tokens of no row are in no state (and have no shape) */
         if ((c->l != ET_NONE && a->shape[(size_t)4u * c->l] == ET_NONE) ||
             (c->l2 != ET_NONE && a->shape[(size_t)4u * c->l2] == ET_NONE))
@@ -408,12 +511,12 @@ static int split_state(const et_automaton *a, int64_t state, struct cstate *c)
     return 1;
 }
 
-static int64_t join_state(const et_automaton *a, uint32_t row, uint32_t l2, uint32_t l)
+static int64_t join_state(const et_automaton *a, uint32_t row, uint32_t l2, uint32_t l, uint32_t d)
 {
     if (!(a->flags & ET_AUT_CANONICAL)) return row;
     const int64_t k = (int64_t)a->n_vocab + 1;
     const int64_t a2 = l2 == ET_NONE ? 0 : (int64_t)l2 + 1, a1 = l == ET_NONE ? 0 : (int64_t)l + 1;
-    return ((int64_t)row * k + a2) * k + a1;
+    return (((int64_t)row * k + a2) * k + a1) * (int64_t)a->n_d + (int64_t)d;
 }
 
 /* One character of each class the pretokenizers branch on, put before the text known (the
@@ -626,9 +729,7 @@ static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32
     x->l = l;
     x->packed = 0;
     x->apart = NULL;
-    x->lk_packed = a->probes != NULL;
-    x->lk_s2 = l == ET_NONE ? 1u : (uint64_t)a->shape[(size_t)4u * l] + 2u; /* as s2 below */
-    x->lk_free = !(l != ET_NONE && (a->head[l] & AUT_ENDS_APOS));
+    x->lk_packed = 0; /* (pctx_look) */
     if (l == ET_NONE) return;
     const int l_first = l2 == AUT_ANY || (l2 != ET_NONE && (a->head[l2] & AUT_ENDS_APOS));
     const uint32_t s2 = l2 == ET_NONE ? 0xFFFFFFFFu : l2 == AUT_ANY ? 0xFFFFFFFEu
@@ -637,6 +738,15 @@ static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32
     x->next_free = !(a->head[l] & AUT_ENDS_APOS);
     x->packed = a->probes && sl < AUT_SHAPE_MAX;
     x->k0 = (uint64_t)(s2 + 2u) << 19 | sl;
+}
+
+/* pctx_init's look-ahead fields (entry_ok's: a mask's or a step's context). */
+static void pctx_look(const et_automaton *a, struct pctx *x)
+{
+    const uint32_t l = x->l;
+    x->lk_packed = a->probes != NULL;
+    x->lk_s2 = l == ET_NONE ? 1u : (uint64_t)a->shape[(size_t)4u * l] + 2u; /* as s2 above */
+    x->lk_free = !(l != ET_NONE && (a->head[l] & AUT_ENDS_APOS));
 }
 
 /* et_valid_pair(l, t) where l's bytes then t's first byte begin no token: so do none of t's
@@ -660,16 +770,51 @@ static int pair_valid_apart(const et_automaton *a, uint32_t l, uint32_t t, uint3
     return res;
 }
 
-/* pair_ok(a, mm, x->l2, x->l, t, valid) (valid as there). */
-static inline int pair_ok_c(const et_automaton *a, struct memo *mm, const struct pctx *x,
-                            uint32_t t, int valid)
+/* digit_step() of token t after the run d, from a->dtab: 0 where t cannot follow, else
+ * (run after t + 1) | mode << 4. */
+static inline unsigned dstep(const et_automaton *a, uint32_t d, uint32_t t)
 {
-    if (x->l == ET_NONE || !(a->head[t] & ~AUT_ENDS_APOS)) return 1;
+    return a->dtab[(size_t)d * 256u + a->dig[t]];
+}
+
+/* Whether l's last bytes and t's first make one character (t begins with continuation bytes
+ * that complete, as valid UTF-8, a character l begins): the pretokenizers decode a lead byte
+ * as a character's start whatever is before it, so no cut falls inside it and l and t are in
+ * one piece, whatever the text around. */
+static int splits_char(const et_model *m, uint32_t l, uint32_t t)
+{
+    const uint8_t *p = NULL, *q = NULL;
+    const size_t nl = et_tok(m, l, &p), nt = et_tok(m, t, &q);
+    if (!nl || !nt || (q[0] & 0xC0u) != 0x80u) return 0;
+    size_t k = 1; /* p[nl - k]: the last byte of l that is no continuation byte */
+    while (k < 4u && k < nl && (p[nl - k] & 0xC0u) == 0x80u) k++;
+    if ((p[nl - k] & 0xC0u) == 0x80u) return 0;
+    uint8_t buf[4];
+    size_t n = 0, len = 0;
+    for (size_t i = nl - k; i < nl; i++) buf[n++] = p[i];
+    for (size_t i = 0; i < nt && n < 4u; i++) buf[n++] = q[i];
+    return et_utf8_decode(buf, n, 0, &len) != 0xFFFFFFFFu && len > k;
+}
+
+/* pair_ok(a, mm, x->l2, x->l, t, valid) (valid as there), or what the digit run says of the
+ * cut before t: dv is dstep()'s (not 0; 1 where the run is not asked). Where l and t split a
+ * character (splits_char), they must be a valid pair. */
+ET_ALWAYS_INLINE static inline int pair_ok_c(const et_automaton *a, struct memo *mm,
+                                             const struct pctx *x, uint32_t t, int valid,
+                                             unsigned dv)
+{
+    unsigned mode = dv >> 4;
+    if (mode == DM_CUT) return 1;
+    if (mode == DM_PROBE && (x->l == ET_NONE || !(a->head[t] & ~AUT_ENDS_APOS))) {
+        if (x->l >= a->n_vocab || !splits_char(a->m, x->l, t)) return 1;
+        mode = DM_JOIN; /* (t is no character: no probe could look at it) */
+    }
     if (valid < 0)
         valid = valid == -2 ? pair_valid_apart(a, x->l, t, x->apart) : pair_valid(a, x->l, t, 0);
 #ifdef AUT_CHECK_PAIRS
     if (valid != et_valid_pair(a->m, x->l, t)) abort();
 #endif
+    if (mode == DM_JOIN) return valid; /* t is in l's piece of digits */
     const unsigned want = valid ? AUT_CUT | AUT_INSIDE : AUT_CUT;
     const uint32_t st = a->shape[(size_t)4u * t + 2u + x->next_free];
     if (x->packed && st < AUT_SHAPE_MAX) {
@@ -680,6 +825,7 @@ static inline int pair_ok_c(const et_automaton *a, struct memo *mm, const struct
     }
     return pair_ok(a, mm, x->l2, x->l, t, valid);
 }
+
 
 /* Look-ahead (canonical). live(l, i, k) for entry i of a row (token t after token l, leading
  * to row r): k = 0, or r accepts, or some entry j of r may follow t (pair_ok(l, t, tok[j]))
@@ -693,7 +839,8 @@ static inline int pair_ok_c(const et_automaton *a, struct memo *mm, const struct
  * L >= k proved live (15: every level, an accepting row is reached). Recursion is AUT_LOOK
  * deep; each level scans one row. */
 #define AUT_LOOK 3u
-static int entry_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32_t i, unsigned k)
+static int entry_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32_t i, unsigned k,
+                      uint32_t dt)
 {
     const int keep = l == AUT_ANY;
     const unsigned m = keep ? atomic_load_explicit(&a->live[i], memory_order_relaxed) : 0u;
@@ -702,14 +849,17 @@ static int entry_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32
     const uint32_t r = a->nxt[i], t = a->tok[i];
     int lvl = a->accept[r] ? 15 : -1;
     struct pctx x;
-    pctx_init(a, &x, l, t);
+    if (lvl < 0) pctx_init(a, &x, l, t);
+    /* the run after t: known where l is (deeper levels, remembered for any l, ask none) */
+    const uint8_t *const drow = keep ? NULL : a->dtab + (size_t)dt * 256u;
     /* the entry that proved i live before (under any token before t, or another l): a hint,
      * checked like any other (its valid bit is a fact about (t, its token)) */
     const uint32_t w = lvl < 0 ? atomic_load_explicit(&a->wit[i], memory_order_relaxed) : 0u;
     if (w) {
         const uint32_t j = a->row[r] + (w >> 1) - 1u;
-        if (j < a->row[r + 1u] && pair_ok_c(a, mm, &x, a->tok[j], (int)(w & 1u))) {
-            const int sub = k == 1u ? 0 : entry_live(a, mm, AUT_ANY, j, k - 1u);
+        const unsigned v = j >= a->row[r + 1u] ? 0u : drow ? drow[a->dig[a->tok[j]]] : 1u;
+        if (v && pair_ok_c(a, mm, &x, a->tok[j], (int)(w & 1u), v)) {
+            const int sub = k == 1u ? 0 : entry_live(a, mm, AUT_ANY, j, k - 1u, 0u);
             if (sub >= 0) lvl = sub == 15 ? 15 : sub + 1;
         }
     }
@@ -718,8 +868,10 @@ static int entry_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32
     for (int valid = 1; valid >= 0 && lvl < 0; valid--)
         for (uint32_t j = a->row[r]; lvl < 0 && j < a->row[r + 1u]; j++) {
             const uint32_t u = a->tok[j];
-            if (pair_valid(a, t, u, 0) != valid || !pair_ok_c(a, mm, &x, u, valid)) continue;
-            const int sub = k == 1u ? 0 : entry_live(a, mm, AUT_ANY, j, k - 1u);
+            const unsigned v = drow ? drow[a->dig[u]] : 1u;
+            if (!v || pair_valid(a, t, u, 0) != valid || !pair_ok_c(a, mm, &x, u, valid, v))
+                continue;
+            const int sub = k == 1u ? 0 : entry_live(a, mm, AUT_ANY, j, k - 1u, 0u);
             if (sub >= 0) {
                 lvl = sub == 15 ? 15 : sub + 1;
                 if (k > 1u)
@@ -738,23 +890,27 @@ static int entry_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32
 
 /* Whether entry i of state c's row may be taken in a canonical automaton: t may follow the
  * state's last two tokens, and the look-ahead (any token before t first: remembered). valid:
- * as pair_ok's. */
+ * as pair_ok's; tv: dstep() of t after the state's run (not 0). */
 static int entry_ok(const et_automaton *a, struct memo *mm, const struct pctx *x, uint32_t i,
-                    int valid)
+                    int valid, unsigned tv)
 {
-    const uint32_t t = a->tok[i];
-    if (!pair_ok_c(a, mm, x, t, valid)) return 0;
+    const uint32_t t = a->tok[i], dt = (tv & 15u) - 1u; /* the run after t */
+    if (!pair_ok_c(a, mm, x, t, valid, tv)) return 0;
+    const uint32_t r = a->nxt[i];
+    if (a->accept[r]) return 1; /* the text may end after t: live at every level */
     const unsigned m = atomic_load_explicit(&a->live[i], memory_order_relaxed);
-    if ((m & 15u) < AUT_LOOK && entry_live(a, mm, AUT_ANY, i, AUT_LOOK) < 0) return 0;
+    if ((m & 15u) < AUT_LOOK && entry_live(a, mm, AUT_ANY, i, AUT_LOOK, 0u) < 0) return 0;
     /* live(l, i): most often the witness of live(AUT_ANY, i) with its probe remembered */
-    const uint32_t r = a->nxt[i], w = atomic_load_explicit(&a->wit[i], memory_order_relaxed);
-    if (a->accept[r]) return 1;
+    const uint32_t w = atomic_load_explicit(&a->wit[i], memory_order_relaxed);
     if (w && x->lk_packed) {
         const uint32_t j = a->row[r] + (w >> 1) - 1u;
         if (j < a->row[r + 1u] &&
             (atomic_load_explicit(&a->live[j], memory_order_relaxed) & 15u) >= AUT_LOOK - 1u) {
             const uint32_t u = a->tok[j];
-            if (!(a->head[u] & ~AUT_ENDS_APOS)) return 1;
+            const unsigned uv = dstep(a, dt, u);
+            if (!uv || (uv >> 4 == DM_JOIN && !(w & 1u))) goto scan;
+            if (uv >> 4 != DM_PROBE) return 1;
+            if (!(a->head[u] & ~AUT_ENDS_APOS)) return (w & 1u) || !splits_char(a->m, t, u);
             const uint32_t sl = a->shape[(size_t)4u * t + x->lk_free],
                            st = a->shape[(size_t)4u * u + 2u + !(a->head[t] & AUT_ENDS_APOS)];
             if ((sl | st) < AUT_SHAPE_MAX) {
@@ -767,7 +923,8 @@ static int entry_ok(const et_automaton *a, struct memo *mm, const struct pctx *x
             }
         }
     }
-    return entry_live(a, mm, x->l, i, AUT_LOOK) >= 0;
+scan:
+    return entry_live(a, mm, x->l, i, AUT_LOOK, dt) >= 0;
 }
 
 int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
@@ -781,14 +938,17 @@ int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
         else hi = mid;
     }
     if (lo == a->row[c.row + 1u] || a->tok[lo] != token) return -1;
+    unsigned v = 1; /* dstep(): the run after token is (v & 15) - 1 */
     if (a->flags & ET_AUT_CANONICAL) {
         struct memo mm;
         struct pctx x;
+        if (!(v = dstep(a, c.d, token))) return -1;
         if (!a->probes) memset(mm.key, 0, sizeof mm.key);
         pctx_init(a, &x, c.l2, c.l);
-        if (!entry_ok(a, &mm, &x, lo, -1)) return -1;
+        pctx_look(a, &x);
+        if (!entry_ok(a, &mm, &x, lo, -1, v)) return -1;
     }
-    return join_state(a, a->nxt[lo], c.l, token);
+    return join_state(a, a->nxt[lo], c.l, token, (v & 15u) - 1u);
 }
 
 int et_automaton_accepting(const et_automaton *a, int64_t state)
@@ -821,7 +981,12 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     const et_model *m = a->m;
     struct pctx x;
     uint32_t apart_memo[AUT_APART];
-    if (canon) pctx_init(a, &x, c.l2, c.l);
+    const uint8_t *drow = NULL; /* dstep() after the state's run, where it may not be 1 */
+    if (canon) {
+        pctx_init(a, &x, c.l2, c.l);
+        pctx_look(a, &x);
+        if (c.d || a->row_dig[c.row]) drow = a->dtab + (size_t)c.d * 256u;
+    }
     if (canon && c.l != ET_NONE && a->row[c.row + 1u] - a->row[c.row] >= 256u &&
         m->tnode[c.l] < m->n_cells) {
         memset(after_l, 0, sizeof after_l);
@@ -835,10 +1000,12 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     for (uint32_t i = a->row[c.row]; i < a->row[c.row + 1u]; i++) {
         const uint32_t t = a->tok[i];
         if (canon) {
+            const unsigned v = drow ? drow[a->dig[t]] : 1u;
+            if (!v) continue;
             const uint32_t o = m->tokoff[t];
             const int apart = o < m->tokoff[t + 1u] &&
                               !(after_l[m->blob[o] >> 6] >> (m->blob[o] & 63u) & 1u);
-            if (!entry_ok(a, &mm, &x, i, apart ? -2 : -1)) continue;
+            if (!entry_ok(a, &mm, &x, i, apart ? -2 : -1, v)) continue;
         }
         if (bits) bits[t >> 3] |= (uint8_t)(1u << (t & 7u));
         if (ids) {

@@ -307,8 +307,8 @@ typedef struct et_automaton et_automaton;
 /* Builds the token automaton of a byte DFA over model m's ordinary tokens (BPE models): n
  * states, trans[256 * q + byte] the next state or -1, accept[q]; state 0 is the start and
  * every other state must be able to reach acceptance. A token is allowed where the DFA reads
- * all its bytes. ET_AUT_CANONICAL needs backtracking tables and a C pretokenizer (else
- * ET_E_ARG). Allocates (ET_E_NOMEM); freed with et_automaton_free. Threads may share *out:
+ * all its bytes. ET_AUT_CANONICAL needs backtracking tables, a C pretokenizer and states that
+ * fit an int64 (else ET_E_ARG). Allocates (ET_E_NOMEM); freed with et_automaton_free. Threads may share *out:
  * canonical ones remember look-ahead answers with atomic stores, nothing else changes. */
 int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *accept,
                        uint32_t n, unsigned flags, et_automaton **out);
