@@ -680,6 +680,20 @@ def check_budgets(enc, ref, text: str, n: int) -> None:  # type: ignore[no-untyp
         assert got + enc.model.encode(data[used:] + more.encode())[0] == bare(full), repr(more)
 
 
+def test_budgets_cut_after_sorted_mark_runs(per_character, minilm) -> None:  # type: ignore[no-untyped-def]
+    """A word whose run of marks is sorted (a kept mark after dropped ones takes an earlier
+    place) ends where its run ends, not at its marks' places: split_at and count_till_limit
+    once cut the run in two, leaving the kept mark behind (found by fuzz_encode:
+    'a\x01\u0301\u302e' cut after U+0301)."""
+    texts = ["x aT(a\x01\u0301\u302e \u0301, z", "b a\u0301\u302e c", "a\u0301\u0301\u302e\u302f. d",
+             "q \u00e1\U0001d16d\U0001d165 r s", "aa bb a\x01\u0301\x01\u302e\x01 cc"]
+    for path in (per_character[False], per_character[True], minilm["tokenizer.json"]):
+        enc, ref = edgetok.load(path), hf(path)
+        for text in texts:
+            for n in range(0, 12):
+                check_budgets(enc, ref, text, n)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from([None, *CONFIGS]), texts, st.integers(0, 40))
 def test_budgets_generated(minilm, trained, cfg, text, n) -> None:  # type: ignore[no-untyped-def]

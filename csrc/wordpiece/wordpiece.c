@@ -427,6 +427,9 @@ static void flush(wp *s, size_t end)
         }
         below += n_first[x];
     }
+    /* the word's text goes on to the run's end, whatever places its marks took: a cut (a
+     * limit's stop, split_at's word end) inside the run would leave kept marks behind */
+    if (s->in_word && end > s->word_end) s->word_end = end;
     s->src_a = a;
     s->src_b = b;
 }
