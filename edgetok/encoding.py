@@ -541,7 +541,7 @@ class Encoding:
         from functools import partial
 
         fn = partial(self.encode, allowed_special=allowed_special,
-                               disallowed_special=disallowed_special)
+                     disallowed_special=disallowed_special)
         return map_batch(fn, text, [len(t) for t in text], num_threads)
 
     def count_batch(self, text: Sequence[str], *, num_threads: int = 8,
@@ -557,7 +557,7 @@ class Encoding:
         from functools import partial
 
         fn = partial(self.count, allowed_special=allowed_special,
-                               disallowed_special=disallowed_special)
+                     disallowed_special=disallowed_special)
         return map_batch(fn, text, [len(t) for t in text], num_threads)
 
     def encode_parallel(self, text: str, *, num_threads: int | None = None,

@@ -432,9 +432,10 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
                    : m->pretok == ET_PRETOK_CL100K || m->pretok == ET_PRETOK_LLAMA3 ? m->pretok_param
                    : m->pretok == ET_PRETOK_GPT2 && m->pretok_param == 1u ? 1u : 0u;
         a->n_d = a->dig_g ? a->dig_g + 2u : 1u;
-        /* states (see join_state) must fit an int64 */
+        /* states (see join_state) must fit an int64: rows * k * k * n_d, in divisions (the
+         * product itself could wrap) */
         const uint64_t k = (uint64_t)V + 1u;
-        if (k * k * a->n_d > (uint64_t)INT64_MAX / rows) {
+        if ((uint64_t)INT64_MAX / rows / a->n_d / k < k) {
             rc = ET_E_ARG;
             goto done;
         }
@@ -825,7 +826,6 @@ ET_ALWAYS_INLINE static inline int pair_ok_c(const et_automaton *a, struct memo 
     }
     return pair_ok(a, mm, x->l2, x->l, t, valid);
 }
-
 
 /* Look-ahead (canonical). live(l, i, k) for entry i of a row (token t after token l, leading
  * to row r): k = 0, or r accepts, or some entry j of r may follow t (pair_ok(l, t, tok[j]))
