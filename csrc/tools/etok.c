@@ -11,6 +11,9 @@
  *                              et_encode_batch call: the id count of each line
  *   etok verify MODEL          full validation and checksum
  *
+ * $ETOK_SLOTS: piece-cache slots of the workspace (et_ws_init_slots; Python grows them so on
+ * long texts with many distinct pieces), the library's default when unset.
+ *
  * Exit status: 0 ok, 1 a library error (message on stderr), 2 usage. */
 #include <stdint.h>
 #include <stdio.h>
@@ -59,13 +62,16 @@ int main(int argc, char **argv) {
     char *text = read_all(f, &len);
     if (f != stdin) fclose(f);
     size_t cap = et_encode_bound(m, len) + 1, done = 0, total = 0;
-    size_t wsize = et_ws_size(strcmp(cmd, "range") == 0 || strcmp(cmd, "lines") == 0 ? len : 0);
+    const char *slots_env = getenv("ETOK_SLOTS"); /* piece-cache slots (as Python grows them) */
+    const size_t slots = slots_env ? strtoull(slots_env, NULL, 10) : 0;
+    const size_t piece = strcmp(cmd, "range") == 0 || strcmp(cmd, "lines") == 0 ? len : 0;
+    size_t wsize = slots ? et_ws_size_slots(piece, slots) : et_ws_size(piece);
     uint32_t *ids = malloc(cap * sizeof *ids);
     size_t *ends = malloc(cap * sizeof *ends);
     void *mem = malloc(wsize);
     if (!text || !ids || !ends || !mem) { fprintf(stderr, "etok: out of memory\n"); return 1; }
     while (rc == 0 && done < len) {
-        et_ws *ws = et_ws_init(m, mem, wsize);
+        et_ws *ws = slots ? et_ws_init_slots(m, mem, wsize, slots) : et_ws_init(m, mem, wsize);
         size_t n = 0, used = 0;
         if (strcmp(cmd, "count") == 0) {
             rc = et_count(ws, text + done, len - done, ET_FINAL, &n, &used);
