@@ -6,8 +6,8 @@ chosen from. A miss costs a trie walk, and for a piece that is no single token a
 
     python bench/cache.py
 
-Tables: (slots, longest piece in bytes, most ids, ways). Python's hash stands in for the C
-one (any good hash gives the same rates)."""
+Tables: (slots, longest piece in bytes, most ids, ways, a hit moves the piece first). Python's
+hash stands in for the C one (any good hash gives the same rates)."""
 from __future__ import annotations
 
 import sys
@@ -21,17 +21,18 @@ import reference  # noqa: E402
 
 import edgetok  # noqa: E402
 
+LONG = (2048, 32, 7, 2, False)
 GEOMETRIES = {
-    "before: 8192 x (16 B, 3 ids)": [(8192, 16, 3, 1)],
-    "now: + 2048 x (32 B, 7 ids), 2-way": [(8192, 16, 3, 1), (2048, 32, 7, 2)],
-    "short 2-way (measured slower)": [(8192, 16, 3, 2), (2048, 32, 7, 2)],
-    "short 16384 slots": [(16384, 16, 3, 1), (2048, 32, 7, 2)],
-    "long 4096 slots": [(8192, 16, 3, 1), (4096, 32, 7, 2)],
+    "before: 8192 x (16 B, 3 ids)": [(8192, 16, 3, 1, False)],
+    "16384 short, 1-way": [(16384, 16, 3, 1, False), LONG],
+    "now: 16384 short, 2-way, last used first": [(16384, 16, 3, 2, True), LONG],
+    "32768 short, 2-way (grown)": [(32768, 16, 3, 2, True), (4096, 32, 7, 2, False)],
+    "long 4096 slots": [(16384, 16, 3, 2, True), (4096, 32, 7, 2, False)],
 }
 
 
-def simulate(pieces: list[bytes], nids: dict[bytes, int], tables: list[tuple[int, int, int, int]]
-             ) -> list[tuple[float, float]]:
+def simulate(pieces: list[bytes], nids: dict[bytes, int],
+             tables: list[tuple[int, int, int, int, bool]]) -> list[tuple[float, float]]:
     """[(hit rate, share of bytes merged)] for the first and the second pass."""
     sets: list[dict[int, list[bytes | None]]] = [{} for _ in tables]
     total = sum(map(len, pieces))
@@ -40,11 +41,14 @@ def simulate(pieces: list[bytes], nids: dict[bytes, int], tables: list[tuple[int
         hits = merged = 0
         for p in pieces:
             n, k = len(p), nids[p]
-            for (slots, key, most, ways), table in zip(tables, sets):
+            for (slots, key, most, ways, lru), table in zip(tables, sets):
                 if n <= key and k <= most:
                     s = table.setdefault(hash(p) % (slots // ways), [None] * ways)
                     if p in s:
                         hits += 1
+                        if lru:
+                            s.remove(p)
+                            s.insert(0, p)
                     else:
                         merged += n
                         s.insert(0, p)
@@ -63,13 +67,13 @@ def main() -> None:
     man = peers.multilingual_man(1_000_000)
     if man:
         texts["multi (man)"] = man
-    print(f"{'text':<14}{'tables':<38}{'unseen: hits':>13}{'merged':>8}{'repeated: hits':>16}{'merged':>8}")
+    print(f"{'text':<14}{'tables':<44}{'unseen: hits':>13}{'merged':>8}{'repeated: hits':>16}{'merged':>8}")
     for name, text in texts.items():
         pieces = [p.encode() for p in enc.pretokenize(text)]
         nids = {p: len(tk._encode_single_piece(p)) for p in set(pieces)}
         for label, tables in GEOMETRIES.items():
             (h1, m1), (h2, m2) = simulate(pieces, nids, tables)
-            print(f"{name:<14}{label:<38}{h1:>12.1%}{m1:>8.1%}{h2:>15.1%}{m2:>8.1%}")
+            print(f"{name:<14}{label:<44}{h1:>12.1%}{m1:>8.1%}{h2:>15.1%}{m2:>8.1%}")
 
 
 if __name__ == "__main__":

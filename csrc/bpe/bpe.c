@@ -502,12 +502,40 @@ ET_NOINLINE static size_t bt_cached(et_ws *ws, const uint8_t *p, uint32_t n, uin
  * (at *one for a whole-piece token, else into the workspace, valid until the next call).
  * Returns their count: 0 with *rc set on an error, 0 with *rc untouched when the piece held
  * only dropped bytes (ET_FLAG_GAPS). */
+/* The set of two short slots (one 64-byte line) of the piece whose key is k0, k1 and length
+ * plen (<= PIECE_KEY): the piece used last first. */
+ET_ALWAYS_INLINE static inline struct piece_slot *short_set(struct piece_slot *slots,
+                                                            size_t mask, uint64_t k0,
+                                                            uint64_t k1, size_t plen)
+{
+    uint64_t h = (k0 * 0x9E3779B97F4A7C15ull) ^ (k1 + plen) * 0xC2B2AE3D27D4EB4Full;
+    return &slots[(h >> 40) & mask & ~(size_t)1];
+}
+
+ET_ALWAYS_INLINE static inline int short_is(const struct piece_slot *slot, uint64_t k0,
+                                            uint64_t k1, size_t plen)
+{
+    return slot->key[0] == k0 && slot->key[1] == k1 && (slot->info & 0xFFu) == plen;
+}
+
+/* The slot of set holding the piece (k0, k1, plen), made the set's first; NULL if none. */
+ET_ALWAYS_INLINE static inline struct piece_slot *short_find(struct piece_slot *set, uint64_t k0,
+                                                             uint64_t k1, size_t plen)
+{
+    if (short_is(set, k0, k1, plen)) return set;
+    if (!short_is(set + 1, k0, k1, plen)) return NULL;
+    const struct piece_slot used = set[1];
+    set[1] = set[0];
+    set[0] = used;
+    return set;
+}
+
 ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, size_t plen,
                                                 size_t avail, unsigned gaps, uint32_t *one,
                                                 const uint32_t **ids, int *rc)
 {
     const et_model *m = ws->m;
-    struct piece_slot *set = NULL; /* the slot a short piece goes in */
+    struct piece_slot *set = NULL; /* the set of two a short piece goes in */
     struct long_slot *lset = NULL; /* the set of two a longer piece, or more ids, goes in */
     uint64_t key[4];
     if (plen <= LONG_KEY && !gaps) {
@@ -521,11 +549,11 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
                 k0 = key[0];
                 k1 = key[1];
             }
-            uint64_t h = (k0 * 0x9E3779B97F4A7C15ull) ^ (k1 + plen) * 0xC2B2AE3D27D4EB4Full;
-            set = &ws->pieces[(h >> 40) & ws->piece_mask];
-            if (set->key[0] == k0 && set->key[1] == k1 && (set->info & 0xFFu) == plen) {
-                *ids = set->ids;
-                return set->info >> 8;
+            set = short_set(ws->pieces, ws->piece_mask, k0, k1, plen);
+            const struct piece_slot *hit = short_find(set, k0, k1, plen);
+            if (hit) {
+                *ids = hit->ids;
+                return hit->info >> 8;
             }
             key[0] = k0;
             key[1] = k1;
@@ -554,7 +582,8 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
         *one = et_value(m, node);
         *ids = one;
         if (set) {
-            ws->evictions += set->info != 0;
+            ws->evictions += set[1].info != 0;
+            set[1] = set[0];
             set->key[0] = key[0];
             set->key[1] = key[1];
             set->ids[0] = *one;
@@ -587,7 +616,8 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
     if (!k) *rc = ET_E_FORMAT;
     *ids = tmp;
     if (set && k && k <= PIECE_IDS) {
-        ws->evictions += set->info != 0;
+        ws->evictions += set[1].info != 0;
+        set[1] = set[0];
         set->key[0] = key[0];
         set->key[1] = key[1];
         memcpy(set->ids, tmp, k * sizeof *tmp);
@@ -704,13 +734,36 @@ ET_ALWAYS_INLINE static inline int whole_loop(et_ws *ws, unsigned pretok, const 
     size_t i = 0, n = 0, from = 0;
     int rc = ET_OK;
     uint32_t one;
+    struct piece_slot *const slots = ws->pieces;
+    const size_t mask = ws->piece_mask;
     while (i < len) {
         uint64_t starts = block_starts(m, pretok, t, len, i, &from);
         const size_t base = i;
+        /* a block's pieces end before base + 64: with 16 more bytes, every short one's key is
+         * two whole loads, and a hit in the short slots costs no call */
+        const int roomy = starts && len - base >= 64 + PIECE_KEY;
         do { /* the pieces up to the block's last start, or one piece */
             const size_t e = starts ? base + et_ctz64(starts) : piece_end(m, pretok, t, len, i);
             starts &= starts - 1;
             const uint32_t *ids;
+            if (roomy && e - i <= PIECE_KEY) {
+                const uint64_t k0 = key_word(t + i, e - i, 0), k1 = key_word(t + i, e - i, 1);
+                const struct piece_slot *set = short_find(short_set(slots, mask, k0, k1, e - i),
+                                                          k0, k1, e - i);
+                if (set) {
+                    const size_t k = set->info >> 8;
+                    if (out) {
+                        if (k > cap - n) {
+                            rc = ET_E_FULL;
+                            goto done;
+                        }
+                        put_ids(out + n, set->ids, k);
+                    }
+                    n += k;
+                    i = e;
+                    continue;
+                }
+            }
             size_t k = piece_ids(ws, t + i, e - i, len - i, 0, &one, &ids, &rc);
             if (!k && rc) goto done;
             if (out) {
