@@ -21,13 +21,12 @@ import reference  # noqa: E402
 
 import edgetok  # noqa: E402
 
-LONG = (2048, 32, 7, 2, False)
 GEOMETRIES = {
     "before: 8192 x (16 B, 3 ids)": [(8192, 16, 3, 1, False)],
-    "16384 short, 1-way": [(16384, 16, 3, 1, False), LONG],
-    "now: 16384 short, 2-way, last used first": [(16384, 16, 3, 2, True), LONG],
-    "32768 short, 2-way (grown)": [(32768, 16, 3, 2, True), (4096, 32, 7, 2, False)],
-    "long 4096 slots": [(16384, 16, 3, 2, True), (4096, 32, 7, 2, False)],
+    "16384 short 1-way, 2048 long": [(16384, 16, 3, 1, False), (2048, 32, 7, 2, False)],
+    "16384 short 2-way, 2048 long": [(16384, 16, 3, 2, True), (2048, 32, 7, 2, True)],
+    "now: 16384 short 2-way, 4096 long": [(16384, 16, 3, 2, True), (4096, 32, 7, 2, True)],
+    "grown: 32768 short, 8192 long": [(32768, 16, 3, 2, True), (8192, 32, 7, 2, True)],
 }
 
 

@@ -473,35 +473,30 @@ static int ids_spell(const et_model *m, const uint32_t *ids, size_t k, const uin
     return at == n;
 }
 
-/* bt_merge for a piece p[0..n) of the encode loop, through its huge slot where it has one
- * (LONG_KEY < n <= HUGE_KEY; no gaps: the caller's): the slot's ids where they spell the
- * piece, else bt_merge's, put in the slot. Out of line: the short pieces' path keeps its
- * registers. */
-ET_NOINLINE static size_t bt_cached(et_ws *ws, const uint8_t *p, uint32_t n, uint32_t *ids)
+/* The huge slot of a piece p[0..n) (8 <= n <= HUGE_KEY) that the short and long slots cannot
+ * hold: its ids, copied to ids, and their count where the slot's ids spell the piece, else 0.
+ * *slot is the slot, for huge_put. Out of line: the short pieces' path keeps its registers. */
+ET_NOINLINE static size_t huge_find(et_ws *ws, const uint8_t *p, size_t n, uint32_t *ids,
+                                    struct huge_slot **slot)
 {
-    if (n <= LONG_KEY || n > HUGE_KEY) return bt_merge(ws, ws->m, p, n, ws->mem, ids);
     const uint64_t h = bytes_hash(p, n);
-    struct huge_slot *s = &ws->huge[(h >> 40) & ws->huge_mask];
-    size_t k = s->info >> 16;
-    if (s->hash == h && (s->info & 0xFFFFu) == n && ids_spell(ws->m, s->ids, k, p, n)) {
-        memcpy(ids, s->ids, k * sizeof *ids);
-        return k;
-    }
-    k = bt_merge(ws, ws->m, p, n, ws->mem, ids);
-    if (k && k <= HUGE_IDS) {
-        ws->evictions += s->info != 0;
-        s->hash = h;
-        memcpy(s->ids, ids, k * sizeof *ids);
-        s->info = n | (uint32_t)k << 16;
-    }
+    struct huge_slot *s = *slot = &ws->huge[(h >> 40) & ws->huge_mask];
+    const size_t k = s->info >> 16;
+    if (s->hash != h || (s->info & 0xFFFFu) != n || !ids_spell(ws->m, s->ids, k, p, n)) return 0;
+    memcpy(ids, s->ids, k * sizeof *ids);
     return k;
 }
 
-/* The ids of one piece p[0..plen) (avail >= plen bytes readable at p; gaps: the model's
- * ET_FLAG_GAPS, a constant in the whole-text loops, which are for models without it): *ids points at them
- * (at *one for a whole-piece token, else into the workspace, valid until the next call).
- * Returns their count: 0 with *rc set on an error, 0 with *rc untouched when the piece held
- * only dropped bytes (ET_FLAG_GAPS). */
+/* Puts the k <= HUGE_IDS ids of p[0..n) in its huge slot s (from huge_find). */
+static void huge_put(et_ws *ws, struct huge_slot *s, const uint8_t *p, size_t n,
+                     const uint32_t *ids, size_t k)
+{
+    ws->evictions += s->info != 0;
+    s->hash = bytes_hash(p, n);
+    memcpy(s->ids, ids, k * sizeof *ids);
+    s->info = (uint32_t)n | (uint32_t)k << 16;
+}
+
 /* The set of two short slots (one 64-byte line) of the piece whose key is k0, k1 and length
  * plen (<= PIECE_KEY): the piece used last first. */
 ET_ALWAYS_INLINE static inline struct piece_slot *short_set(struct piece_slot *slots,
@@ -530,6 +525,11 @@ ET_ALWAYS_INLINE static inline struct piece_slot *short_find(struct piece_slot *
     return set;
 }
 
+/* The ids of one piece p[0..plen) (avail >= plen bytes readable at p; gaps: the model's
+ * ET_FLAG_GAPS, a constant in the whole-text loops, which are for models without it): *ids points at them
+ * (at *one for a whole-piece token, else into the workspace, valid until the next call).
+ * Returns their count: 0 with *rc set on an error, 0 with *rc untouched when the piece held
+ * only dropped bytes (ET_FLAG_GAPS). */
 ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, size_t plen,
                                                 size_t avail, unsigned gaps, uint32_t *one,
                                                 const uint32_t **ids, int *rc)
@@ -569,8 +569,13 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
             if (lset[w].key[0] == key[0] && lset[w].key[1] == key[1] &&
                 lset[w].key[2] == key[2] && lset[w].key[3] == key[3] &&
                 (lset[w].info & 0xFFu) == plen) {
-                *ids = lset[w].ids;
-                return lset[w].info >> 8;
+                if (w) { /* the piece used last first */
+                    const struct long_slot used = lset[1];
+                    lset[1] = lset[0];
+                    lset[0] = used;
+                }
+                *ids = lset[0].ids;
+                return lset[0].info >> 8;
             }
     }
     if (gaps) {
@@ -605,10 +610,14 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
     /* the ids go after the merge arrays (44 bytes per piece byte, see heap_merge) */
     uint32_t *tmp = (uint32_t *)((uint8_t *)ws->mem + 44u * (ws->cap + 1));
     size_t k;
+    /* a piece of 8 to HUGE_KEY bytes that no slot above holds (more ids, more bytes) */
+    struct huge_slot *hs = NULL;
+    if (plen >= 8 && plen <= HUGE_KEY && !gaps && (k = huge_find(ws, p, plen, tmp, &hs))) {
+        *ids = tmp;
+        return k;
+    }
     if (plen <= SMALL_PIECE || (plen <= SMALL_PIECE_HEAP && !(m->flags & ET_FLAG_BACKTRACK)))
         k = small_merge(m, p, (uint32_t)plen, ws->mem, tmp, 1);
-    else if ((m->flags & ET_FLAG_BACKTRACK) && !gaps)
-        k = bt_cached(ws, p, (uint32_t)plen, tmp);
     else if (m->flags & ET_FLAG_BACKTRACK)
         k = bt_merge(ws, m, p, (uint32_t)plen, ws->mem, tmp);
     else
@@ -628,6 +637,8 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
         memcpy(lset[0].key, key, sizeof key);
         memcpy(lset[0].ids, tmp, k * sizeof *tmp);
         lset[0].info = (uint32_t)plen | (uint32_t)k << 8;
+    } else if (hs && k && k <= HUGE_IDS) {
+        huge_put(ws, hs, p, plen, tmp, k);
     }
     return k;
 }

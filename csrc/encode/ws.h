@@ -23,19 +23,19 @@
  * each: 15-17% faster counts of repeated English, code and multilingual text, 13% on man
  * pages; a miss costs ~20 hits.) Pieces of up to LONG_KEY bytes, or with up to LONG_IDS ids
  * (words of non-Latin scripts: two or three bytes a letter), go in a second table of 64-byte
- * slots, in sets of two, a miss moving the set's first slot to its second.
+ * slots, in sets of two the same way, one slot per LONG_PER short ones.
  * The answer depends only on the piece's bytes and the workspace's model, so what the tables
  * hold never changes a result. Sizes by measurement (bench/cache.py: hit rates on repeated
- * and on unseen prose, code and multilingual text; then timed): 672 KB a workspace by default.
+ * and on unseen prose, code and multilingual text; then timed): 800 KB a workspace by default.
  * A caller that encodes long texts with many distinct pieces (a few MB of man pages in 20
  * languages hold ~49,000) may give a workspace more slots (et_ws_init_slots: up to
- * PIECE_CACHE_MAX short ones, an eighth as many long ones); the default is PIECE_CACHE.
+ * PIECE_CACHE_MAX short ones, a quarter as many long ones); the default is PIECE_CACHE.
  * A Unigram or WordPiece model uses the first 256 KB of the short table as its word cache. */
 #define PIECE_CACHE 16384u /* slots by default (a power of 2) */
 #define PIECE_CACHE_MAX ((size_t)1 << 20)
 #define PIECE_KEY 16u
 #define PIECE_IDS 3u
-#define LONG_CACHE 2048u /* slots by default (PIECE_CACHE / 8) */
+#define LONG_PER 4u /* short slots per long one (8: man pages in 20 languages 10% slower) */
 #define LONG_KEY 32u
 #define LONG_IDS 7u
 struct piece_slot {
@@ -43,9 +43,10 @@ struct piece_slot {
     uint32_t info;               /* length | id count << 8; 0 = empty */
     uint32_t ids[PIECE_IDS];
 };
-/* Pieces of LONG_KEY + 1 to HUGE_KEY bytes (lines of dashes or stars, long runs of spaces),
- * merged by the backtracking encoder each time before, with up to HUGE_IDS ids: a third
- * table, keyed by a hash of their bytes. A slot's ids are the BPE of the piece they were made
+/* Pieces of 8 to HUGE_KEY bytes that the tables above cannot hold (lines of dashes or stars,
+ * long runs of spaces; words of non-Latin scripts of more than LONG_IDS ids, which were merged
+ * again at every occurrence before: 20% of the instructions of a second pass over man pages in
+ * 20 languages), with up to HUGE_IDS ids: a third table, keyed by a hash of their bytes. A slot's ids are the BPE of the piece they were made
  * for, and spell it; so a slot is taken only where its ids spell the piece's bytes exactly:
  * a hash collision can cost a merge, never an id. One slot per 64 short ones. */
 #define HUGE_KEY 256u
@@ -67,7 +68,7 @@ struct et_ws {
     size_t need; /* set with ET_E_WORKSPACE */
     uint64_t *mem;
     struct piece_slot *pieces;  /* piece_mask + 1 slots, 64-byte aligned, in the caller's memory */
-    struct long_slot *longs;    /* (piece_mask + 1) / 8 slots, right after them */
+    struct long_slot *longs;    /* (piece_mask + 1) / LONG_PER slots, right after them */
     size_t piece_mask;          /* short slots - 1 */
     size_t long_mask;           /* long slots - 2 (the first of a set of two: an even index) */
     struct huge_slot *huge;     /* (piece_mask + 1) / 64 slots, after the long ones */
@@ -80,7 +81,7 @@ struct et_ws {
  * before ws->mem. */
 #define WS_HEAD_SLOTS(slots) (((sizeof(struct et_ws) + 7u) & ~(size_t)7u) + 64u + \
                               (size_t)(slots) * sizeof(struct piece_slot) +       \
-                              (size_t)(slots) / 8u * sizeof(struct long_slot) +   \
+                              (size_t)(slots) / LONG_PER * sizeof(struct long_slot) + \
                               (size_t)(slots) / 64u * sizeof(struct huge_slot))
 
 #endif
