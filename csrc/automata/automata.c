@@ -43,7 +43,7 @@ struct et_automaton {
     uint32_t *head;   /* canonical: per token, pair_head's length | AUT_ENDS_APOS (0: none) */
     _Atomic uint64_t *pairs; /* canonical: pair_valid's memo, n_pairs slots (see there) */
     uint32_t pair_bits;      /* n_pairs = 1 << pair_bits */
-    _Atomic uint64_t *probes; /* canonical: probe answers by shapes (see pair_ok), 1 << pair_bits
+    _Atomic uint64_t *probes; /* canonical: probe answers by shapes (see probe_ok), 1 << pair_bits
                                * slots; NULL where the shapes are too many to pack */
     uint32_t n_shapes;       /* shape ids are < n_shapes */
     uint8_t *dig;     /* canonical: per token, its digit_desc() (0 where dig_g is 0) */
@@ -547,7 +547,8 @@ static size_t utf8_chars(const uint8_t *p, size_t len, size_t n)
  * pretokenizer cuts between l and t (AUT_CUT), or nowhere from l's first byte to t's last
  * (AUT_INSIDE); t[0..nt) is t or its first characters. Before l: l2 (ET_NONE: l starts the
  * text; AUT_ANY: not known), then any one probe; after t: any probe (right) or the end of the
- * text (!right). Pairs too long to look at, and tokens that are parts of characters, may. */
+ * text (!right). Pairs too long to look at, and tokens that are parts of characters, may.
+ * Returns 0, or what the first text that answers allows (AUT_CUT, AUT_INSIDE or both: facts). */
 static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, size_t nt,
                  int right, int want)
 {
@@ -556,7 +557,7 @@ static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, s
     uint32_t nl = et_tok(m, l, &p), n2 = known ? et_tok(m, l2, &p2) : 0;
     if (!nl || !nt || (known && !n2) || n2 + nl + nt + 2u * AUT_PROBE > AUT_PAIR_BYTES ||
         !utf8_chars(p, nl, nl) || (n2 && !utf8_chars(p2, n2, n2)))
-        return 1;
+        return AUT_CUT | AUT_INSIDE;
     uint8_t buf[AUT_PAIR_BYTES];
     size_t ends[AUT_PAIR_BYTES], n_out = 0, used = 0;
     const size_t nx_probes = l2 == ET_NONE ? 1u : sizeof AUT_LEFT / sizeof *AUT_LEFT;
@@ -572,13 +573,14 @@ static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, s
             memcpy(buf + at + nt, AUT_RIGHT[y], ny);
             if (et_pretokenize(m, (const char *)buf, n, ET_FINAL, ends, AUT_PAIR_BYTES, &n_out,
                                &used))
-                return 1;
+                return AUT_CUT | AUT_INSIDE;
             int cut = 0, inside = 1;
             for (size_t e = 0; e < n_out && ends[e] < at + nt; e++) {
                 if (ends[e] == at) cut = 1;
                 if (ends[e] > from) inside = 0;
             }
-            if (((cut ? AUT_CUT : 0) | (inside ? AUT_INSIDE : 0)) & want) return 1;
+            const int got = (cut ? AUT_CUT : 0) | (inside ? AUT_INSIDE : 0);
+            if (got & want) return got;
         }
     }
     return 0;
@@ -667,56 +669,20 @@ static int pair_valid(const et_automaton *a, uint32_t x, uint32_t y, int apart)
 }
 
 /* probe() answers remembered while one mask is made (on the stack), by the shapes of l2, l
- * and t's head and what was asked (see shapes()). */
+ * and t's head (see shapes()), where a->probes cannot hold them: what is known (probe_ok). */
 #define AUT_MEMO 1024u
 struct memo { uint64_t key[AUT_MEMO][2]; uint8_t ans[AUT_MEMO]; };
 
 /* Whether t may follow l (and l2 before it) in a canonical encoding (see the top): inside one
- * piece as a valid pair, or across a cut. mm remembers probes; valid is
- * et_valid_pair(l, t), or -1 when not known (-2: and l's bytes then t's are no token). */
-static int pair_ok(const et_automaton *a, struct memo *mm, uint32_t l2, uint32_t l, uint32_t t,
-                   int valid)
-{
-    if (l == ET_NONE) return 1;
-    const uint8_t *q = NULL;
-    et_tok(a->m, t, &q);
-    const size_t nt = a->head[t] & ~AUT_ENDS_APOS; /* pair_head(t) */
-    if (!nt) return 1;
-    if (valid < 0) valid = pair_valid(a, l, t, valid == -2);
-    const int want = valid ? AUT_CUT | AUT_INSIDE : AUT_CUT;
-    /* probe's text: a probe (may end in an apostrophe) unless l2 is ET_NONE, l2, l, t's head */
-    const int l_first = l2 == AUT_ANY || (l2 != ET_NONE && (a->head[l2] & AUT_ENDS_APOS));
-    const uint32_t s2 = l2 == ET_NONE ? 0xFFFFFFFFu : l2 == AUT_ANY ? 0xFFFFFFFEu
-                                                                    : a->shape[(size_t)4u * l2];
-    const uint32_t sl = a->shape[(size_t)4u * l + !l_first],
-                   st = a->shape[(size_t)4u * t + 2u + !(a->head[l] & AUT_ENDS_APOS)];
-    if (a->probes && (sl | st) < AUT_SHAPE_MAX) { /* shared by masks and threads: packed */
-        const uint64_t key = (((uint64_t)(s2 + 2u) << 19 | sl) << 19 | st) << 2 | (unsigned)want;
-        _Atomic uint64_t *slot = &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)];
-        const uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
-        if (v >> 2 == key) return (int)(v >> 1 & 1u);
-        const int ans = probe(a->m, l2, l, q, nt, 1, want);
-        atomic_store_explicit(slot, key << 2 | (uint64_t)ans << 1 | 1u, memory_order_relaxed);
-        return ans;
-    }
-    const uint64_t k0 = (uint64_t)s2 << 32 | sl, k1 = (uint64_t)st << 2 | (unsigned)want; /* not 0 */
-    const uint64_t h = ((k0 * 0x9E3779B97F4A7C15ull) ^ (k1 * 0xC2B2AE3D27D4EB4Full)) >> 54;
-    if (mm->key[h][0] == k0 && mm->key[h][1] == k1) return mm->ans[h];
-    const int ans = probe(a->m, l2, l, q, nt, 1, want);
-    mm->key[h][0] = k0;
-    mm->key[h][1] = k1;
-    mm->ans[h] = (uint8_t)ans;
-    return ans;
-}
-
-/* pair_ok with l2 and l fixed (a mask's first test, a look-ahead's scan): what depends on
- * them only, worked out once. */
+ * piece as a valid pair, or across a cut (probe_ok, pair_ok_c), with l2 and l fixed (a mask's
+ * first test, a look-ahead's scan): what depends on them only, worked out once. */
 struct pctx {
     uint32_t l2, l;
+    uint32_t s2, sl; /* the shapes of l2 (0xFFFFFFFF: none, 0xFFFFFFFE: any) and l (probes) */
     uint64_t k0;
     uint32_t next_free;
     int packed;
-    /* the look-ahead after l (pair_ok(l, t, u) for t after l): l's key part, and which of
+    /* the look-ahead after l (pair_ok_c(l, t, u) for t after l): l's key part, and which of
      * t's shapes it takes (entry_ok) */
     uint64_t lk_s2;
     uint32_t lk_free;
@@ -736,6 +702,8 @@ static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32
     const uint32_t s2 = l2 == ET_NONE ? 0xFFFFFFFFu : l2 == AUT_ANY ? 0xFFFFFFFEu
                                                                     : a->shape[(size_t)4u * l2];
     const uint32_t sl = a->shape[(size_t)4u * l + !l_first];
+    x->s2 = s2;
+    x->sl = sl;
     x->next_free = !(a->head[l] & AUT_ENDS_APOS);
     x->packed = a->probes && sl < AUT_SHAPE_MAX;
     x->k0 = (uint64_t)(s2 + 2u) << 19 | sl;
@@ -748,6 +716,55 @@ static void pctx_look(const et_automaton *a, struct pctx *x)
     x->lk_packed = a->probes != NULL;
     x->lk_s2 = l == ET_NONE ? 1u : (uint64_t)a->shape[(size_t)4u * l] + 2u; /* as s2 above */
     x->lk_free = !(l != ET_NONE && (a->head[l] & AUT_ENDS_APOS));
+}
+
+/* What the probes know of a pair: AUT_CUT and AUT_INSIDE known (<< 2), and those of them
+ * possible; the answer to want: 1, 0, or -1 where it is not known yet. */
+static inline int pm_answer(unsigned k, unsigned want)
+{
+    if (k & want & 3u) return 1;
+    return want & ~(k >> 2) ? -1 : 0;
+}
+
+/* What the probes know of x->l then t (t has a head; see probe()) once want (AUT_CUT,
+ * AUT_INSIDE: whether one of them can happen) is answered: pm_answer's bits. Remembered by
+ * shapes: in a->probes for every mask and thread (key << 4 | bits; relaxed atomics, each store
+ * the facts loaded and found) or, where the shapes are too many to pack, in mm for this mask.
+ * Only what is not known is asked. */
+static unsigned probe_ok(const et_automaton *a, struct memo *mm, const struct pctx *x, uint32_t t,
+                         unsigned want)
+{
+    const uint32_t st = a->shape[(size_t)4u * t + 2u + x->next_free];
+    _Atomic uint64_t *slot = NULL;
+    uint64_t key = 0, k0 = 0, k1 = 0;
+    size_t h = 0;
+    unsigned k = 0;
+    if (x->packed && st < AUT_SHAPE_MAX) {
+        key = x->k0 << 19 | st;
+        slot = &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)];
+        const uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
+        if (v >> 4 == key) k = (unsigned)(v & 15u);
+    } else {
+        k0 = (uint64_t)x->s2 << 32 | x->sl;
+        k1 = (uint64_t)st + 1u; /* not 0: an empty slot matches nothing */
+        h = (size_t)(((k0 * 0x9E3779B97F4A7C15ull) ^ (k1 * 0xC2B2AE3D27D4EB4Full)) >> 54);
+        if (mm->key[h][0] == k0 && mm->key[h][1] == k1) k = mm->ans[h];
+    }
+    if (pm_answer(k, want) >= 0) return k;
+    const unsigned ask = want & ~(k >> 2);
+    const uint8_t *q = NULL;
+    et_tok(a->m, t, &q);
+    const unsigned got = (unsigned)probe(a->m, x->l2, x->l, q, a->head[t] & ~AUT_ENDS_APOS, 1,
+                                         (int)ask);
+    k |= got ? got << 2 | got : ask << 2;
+    if (slot) {
+        atomic_store_explicit(slot, key << 4 | k, memory_order_relaxed);
+    } else {
+        mm->key[h][0] = k0;
+        mm->key[h][1] = k1;
+        mm->ans[h] = (uint8_t)k;
+    }
+    return k;
 }
 
 /* et_valid_pair(l, t) where l's bytes then t's first byte begin no token: so do none of t's
@@ -797,11 +814,13 @@ static int splits_char(const et_model *m, uint32_t l, uint32_t t)
     return et_utf8_decode(buf, n, 0, &len) != 0xFFFFFFFFu && len > k;
 }
 
-/* pair_ok(a, mm, x->l2, x->l, t, valid) (valid as there), or what the digit run says of the
- * cut before t: dv is dstep()'s (not 0; 1 where the run is not asked). Where l and t split a
- * character (splits_char), they must be a valid pair. */
+/* Whether t may follow x->l (and x->l2) where the digit run says dv of the cut before t
+ * (dstep()'s, not 0; 1 where the run is not asked): across a cut, if one may fall there (asked
+ * first: no pair test), or inside one piece as a valid pair. *valid: et_valid_pair(l, t), or
+ * -1 while not known (-2: and l's bytes then t's are no token), worked out when needed. Where l
+ * and t split a character (splits_char), they must be a valid pair. */
 ET_ALWAYS_INLINE static inline int pair_ok_c(const et_automaton *a, struct memo *mm,
-                                             const struct pctx *x, uint32_t t, int valid,
+                                             const struct pctx *x, uint32_t t, int *valid,
                                              unsigned dv)
 {
     unsigned mode = dv >> 4;
@@ -810,25 +829,20 @@ ET_ALWAYS_INLINE static inline int pair_ok_c(const et_automaton *a, struct memo 
         if (x->l >= a->n_vocab || !splits_char(a->m, x->l, t)) return 1;
         mode = DM_JOIN; /* (t is no character: no probe could look at it) */
     }
-    if (valid < 0)
-        valid = valid == -2 ? pair_valid_apart(a, x->l, t, x->apart) : pair_valid(a, x->l, t, 0);
+    /* the first text that answers either tells whether a cut (no pair test) may be there */
+    if (mode == DM_PROBE && probe_ok(a, mm, x, t, AUT_CUT | AUT_INSIDE) & AUT_CUT) return 1;
+    if (*valid < 0)
+        *valid = *valid == -2 ? pair_valid_apart(a, x->l, t, x->apart) : pair_valid(a, x->l, t, 0);
 #ifdef AUT_CHECK_PAIRS
-    if (valid != et_valid_pair(a->m, x->l, t)) abort();
+    if (*valid != et_valid_pair(a->m, x->l, t)) abort();
 #endif
-    if (mode == DM_JOIN) return valid; /* t is in l's piece of digits */
-    const unsigned want = valid ? AUT_CUT | AUT_INSIDE : AUT_CUT;
-    const uint32_t st = a->shape[(size_t)4u * t + 2u + x->next_free];
-    if (x->packed && st < AUT_SHAPE_MAX) {
-        const uint64_t key = (x->k0 << 19 | st) << 2 | want;
-        const uint64_t v = atomic_load_explicit(
-            &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)], memory_order_relaxed);
-        if (v >> 2 == key) return (int)(v >> 1 & 1u);
-    }
-    return pair_ok(a, mm, x->l2, x->l, t, valid);
+    if (mode == DM_JOIN) return *valid; /* t is in l's piece of digits */
+    return (probe_ok(a, mm, x, t, *valid ? AUT_CUT | AUT_INSIDE : AUT_CUT) &
+            (*valid ? AUT_CUT | AUT_INSIDE : AUT_CUT)) != 0;
 }
 
 /* Look-ahead (canonical). live(l, i, k) for entry i of a row (token t after token l, leading
- * to row r): k = 0, or r accepts, or some entry j of r may follow t (pair_ok(l, t, tok[j]))
+ * to row r): k = 0, or r accepts, or some entry j of r may follow t (pair_ok_c(l, t, tok[j]))
  * with live(t, j, k - 1). A token that is not live(l, i, AUT_LOOK) leads where no canonical
  * text can go on (after "y" in yes|no: "es" and "e" merge with it), so it is not allowed.
  * The first level knows l (the state's last token); deeper levels take any token before t
@@ -858,27 +872,26 @@ static int entry_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32
     if (w) {
         const uint32_t j = a->row[r] + (w >> 1) - 1u;
         const unsigned v = j >= a->row[r + 1u] ? 0u : drow ? drow[a->dig[a->tok[j]]] : 1u;
-        if (v && pair_ok_c(a, mm, &x, a->tok[j], (int)(w & 1u), v)) {
+        int valid = w & 1u ? 1 : -1;
+        if (v && pair_ok_c(a, mm, &x, a->tok[j], &valid, v)) {
             const int sub = k == 1u ? 0 : entry_live(a, mm, AUT_ANY, j, k - 1u, 0u);
             if (sub >= 0) lvl = sub == 15 ? 15 : sub + 1;
         }
     }
-    /* pairs BPE makes first (usually one piece: a probe or two), then the ones only a cut
-     * allows (every probe tried before one is refused) */
-    for (int valid = 1; valid >= 0 && lvl < 0; valid--)
-        for (uint32_t j = a->row[r]; lvl < 0 && j < a->row[r + 1u]; j++) {
-            const uint32_t u = a->tok[j];
-            const unsigned v = drow ? drow[a->dig[u]] : 1u;
-            if (!v || pair_valid(a, t, u, 0) != valid || !pair_ok_c(a, mm, &x, u, valid, v))
-                continue;
-            const int sub = k == 1u ? 0 : entry_live(a, mm, AUT_ANY, j, k - 1u, 0u);
-            if (sub >= 0) {
-                lvl = sub == 15 ? 15 : sub + 1;
-                if (k > 1u)
-                    atomic_store_explicit(&a->wit[i], (j - a->row[r] + 1u) << 1 | (uint32_t)valid,
-                                          memory_order_relaxed);
-            }
+    for (uint32_t j = a->row[r]; lvl < 0 && j < a->row[r + 1u]; j++) {
+        const uint32_t u = a->tok[j];
+        const unsigned v = drow ? drow[a->dig[u]] : 1u;
+        int valid = -1; /* (a cut needs no pair test: not known then) */
+        if (!v || !pair_ok_c(a, mm, &x, u, &valid, v)) continue;
+        const int sub = k == 1u ? 0 : entry_live(a, mm, AUT_ANY, j, k - 1u, 0u);
+        if (sub >= 0) {
+            lvl = sub == 15 ? 15 : sub + 1;
+            if (k > 1u)
+                atomic_store_explicit(&a->wit[i],
+                                      (j - a->row[r] + 1u) << 1 | (uint32_t)(valid == 1),
+                                      memory_order_relaxed);
         }
+    }
     if (!keep) return lvl;
     const unsigned now = atomic_load_explicit(&a->live[i], memory_order_relaxed);
     unsigned lo = now & 15u, hi = now >> 4;
@@ -890,12 +903,12 @@ static int entry_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32
 
 /* Whether entry i of state c's row may be taken in a canonical automaton: t may follow the
  * state's last two tokens, and the look-ahead (any token before t first: remembered). valid:
- * as pair_ok's; tv: dstep() of t after the state's run (not 0). */
+ * as pair_ok_c's; tv: dstep() of t after the state's run (not 0). */
 static int entry_ok(const et_automaton *a, struct memo *mm, const struct pctx *x, uint32_t i,
                     int valid, unsigned tv)
 {
     const uint32_t t = a->tok[i], dt = (tv & 15u) - 1u; /* the run after t */
-    if (!pair_ok_c(a, mm, x, t, valid, tv)) return 0;
+    if (!pair_ok_c(a, mm, x, t, &valid, tv)) return 0;
     const uint32_t r = a->nxt[i];
     if (a->accept[r]) return 1; /* the text may end after t: live at every level */
     const unsigned m = atomic_load_explicit(&a->live[i], memory_order_relaxed);
@@ -914,12 +927,11 @@ static int entry_ok(const et_automaton *a, struct memo *mm, const struct pctx *x
             const uint32_t sl = a->shape[(size_t)4u * t + x->lk_free],
                            st = a->shape[(size_t)4u * u + 2u + !(a->head[t] & AUT_ENDS_APOS)];
             if ((sl | st) < AUT_SHAPE_MAX) {
-                const uint64_t key = ((x->lk_s2 << 19 | sl) << 19 | st) << 2 |
-                                     (w & 1u ? AUT_CUT | AUT_INSIDE : AUT_CUT);
+                const uint64_t key = (x->lk_s2 << 19 | sl) << 19 | st;
                 const uint64_t v = atomic_load_explicit(
                     &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)],
                     memory_order_relaxed);
-                if (v >> 2 == key && (v & 2u)) return 1;
+                if (v >> 4 == key && (v & (w & 1u ? AUT_CUT | AUT_INSIDE : AUT_CUT))) return 1;
             }
         }
     }
