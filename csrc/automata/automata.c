@@ -671,7 +671,14 @@ static int pair_valid(const et_automaton *a, uint32_t x, uint32_t y, int apart)
 /* probe() answers remembered while one mask is made (on the stack), by the shapes of l2, l
  * and t's head (see shapes()), where a->probes cannot hold them: what is known (probe_ok). */
 #define AUT_MEMO 1024u
-struct memo { uint64_t key[AUT_MEMO][2]; uint8_t ans[AUT_MEMO]; };
+#define AUT_LOOK_BITS 11u /* up to 2^11 look-aheads remembered by shape in a mask (entry_ok) */
+struct memo {
+    uint64_t key[AUT_MEMO][2];
+    uint8_t ans[AUT_MEMO];
+    uint64_t *look;      /* 1 << look_bits slots (look_bits <= AUT_LOOK_BITS), or NULL */
+    unsigned look_bits;
+    int look_set;        /* look zeroed (on first use) */
+};
 
 /* Whether t may follow l (and l2 before it) in a canonical encoding (see the top): inside one
  * piece as a valid pair, or across a cut (probe_ok, pair_ok_c), with l2 and l fixed (a mask's
@@ -901,9 +908,42 @@ static int entry_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32
     return lvl;
 }
 
+/* Whether the probes know a cut may fall in the pair of key (packed as in probe_ok). */
+static inline int cut_known(const et_automaton *a, uint64_t key)
+{
+    const uint64_t v = atomic_load_explicit(
+        &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)], memory_order_relaxed);
+    return v >> 4 == key && (v & AUT_CUT);
+}
+
+/* Whether entry j of t's next row proves t's look-ahead (entry_ok's, after x->l; dt: the run
+ * after t) by cuts alone, so that it proves it alike for any token of t's shape and digit_desc
+ * leading there: j's token u is live at AUT_LOOK - 1, has a head, and may follow t across a cut
+ * both after any token (the probes know) and after x->l (the digit run cuts, or the probes
+ * know). */
+static int look_by_cut(const et_automaton *a, const struct pctx *x, uint32_t t, uint32_t j,
+                       uint32_t dt)
+{
+    const uint32_t u = a->tok[j];
+    if ((atomic_load_explicit(&a->live[j], memory_order_relaxed) & 15u) < AUT_LOOK - 1u ||
+        !(a->head[u] & ~AUT_ENDS_APOS))
+        return 0;
+    const unsigned uv = dstep(a, dt, u);
+    if (!uv || uv >> 4 == DM_JOIN) return 0;
+    const uint32_t st = a->shape[(size_t)4u * u + 2u + !(a->head[t] & AUT_ENDS_APOS)],
+                   s0 = a->shape[(size_t)4u * t], sl = a->shape[(size_t)4u * t + x->lk_free];
+    if ((st | s0 | sl) >= AUT_SHAPE_MAX || !cut_known(a, (uint64_t)s0 << 19 | st)) return 0;
+    return uv >> 4 == DM_CUT || cut_known(a, (x->lk_s2 << 19 | sl) << 19 | st);
+}
+
+static int entry_look(const et_automaton *a, struct memo *mm, const struct pctx *x, uint32_t i,
+                      uint32_t dt);
+
 /* Whether entry i of state c's row may be taken in a canonical automaton: t may follow the
- * state's last two tokens, and the look-ahead (any token before t first: remembered). valid:
- * as pair_ok_c's; tv: dstep() of t after the state's run (not 0). */
+ * state's last two tokens, and the look-ahead (entry_look). valid: as pair_ok_c's; tv: dstep()
+ * of t after the state's run (not 0). Where mm->look is set, look-aheads that cuts alone proved
+ * (look_by_cut) are remembered by (next row, t's shape, t's digit_desc): the mask's tokens of
+ * one shape then cost one look-up. */
 static int entry_ok(const et_automaton *a, struct memo *mm, const struct pctx *x, uint32_t i,
                     int valid, unsigned tv)
 {
@@ -911,6 +951,31 @@ static int entry_ok(const et_automaton *a, struct memo *mm, const struct pctx *x
     if (!pair_ok_c(a, mm, x, t, &valid, tv)) return 0;
     const uint32_t r = a->nxt[i];
     if (a->accept[r]) return 1; /* the text may end after t: live at every level */
+    uint64_t *lc = NULL, key = 0;
+    if (mm->look && a->shape[(size_t)4u * t] < AUT_SHAPE_MAX) {
+        if (!mm->look_set) {
+            memset(mm->look, 0, ((size_t)1 << mm->look_bits) * sizeof *mm->look);
+            mm->look_set = 1;
+        }
+        key = (((uint64_t)r << 19 | a->shape[(size_t)4u * t]) << 8 | a->dig[t]) << 1 | 1u;
+        lc = &mm->look[(key * 0x9E3779B97F4A7C15ull) >> (64u - mm->look_bits)];
+        if (*lc == key) return 1;
+    }
+    if (!entry_look(a, mm, x, i, dt)) return 0;
+    if (lc) {
+        const uint32_t w = atomic_load_explicit(&a->wit[i], memory_order_relaxed),
+                       j = a->row[r] + (w >> 1) - 1u;
+        if (w && j < a->row[r + 1u] && look_by_cut(a, x, t, j, dt)) *lc = key;
+    }
+    return 1;
+}
+
+/* entry_ok's look-ahead of entry i (t, after x->l; dt: the run after t; its row does not
+ * accept): live(AUT_ANY, i) (remembered), then live(x->l, i). */
+static int entry_look(const et_automaton *a, struct memo *mm, const struct pctx *x, uint32_t i,
+                      uint32_t dt)
+{
+    const uint32_t t = a->tok[i], r = a->nxt[i];
     const unsigned m = atomic_load_explicit(&a->live[i], memory_order_relaxed);
     if ((m & 15u) < AUT_LOOK && entry_live(a, mm, AUT_ANY, i, AUT_LOOK, 0u) < 0) return 0;
     /* live(l, i): most often the witness of live(AUT_ANY, i) with its probe remembered */
@@ -956,6 +1021,7 @@ int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
         struct pctx x;
         if (!(v = dstep(a, c.d, token))) return -1;
         if (!a->probes) memset(mm.key, 0, sizeof mm.key);
+        mm.look = NULL;
         pctx_init(a, &x, c.l2, c.l);
         pctx_look(a, &x);
         if (!entry_ok(a, &mm, &x, lo, -1, v)) return -1;
@@ -986,7 +1052,15 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     if (bits) memset(bits, 0, nbytes);
     const int canon = (a->flags & ET_AUT_CANONICAL) != 0;
     struct memo mm;
+    uint64_t looks[1u << AUT_LOOK_BITS];
     if (canon && !a->probes) memset(mm.key, 0, sizeof mm.key);
+    mm.look = NULL;
+    mm.look_set = 0;
+    const uint32_t n_row = a->row[c.row + 1u] - a->row[c.row];
+    if (canon && a->probes && n_row >= 64u) { /* a slot for every 8 tokens (small rows: none) */
+        mm.look = looks;
+        for (mm.look_bits = 3; mm.look_bits < AUT_LOOK_BITS && n_row >> mm.look_bits > 8u;) mm.look_bits++;
+    }
     /* long rows: the first bytes after which l's bytes may go on in a token (l t can be a
      * token only if t begins with one) */
     uint64_t after_l[4] = {~0ull, ~0ull, ~0ull, ~0ull};
