@@ -43,7 +43,7 @@ struct et_automaton {
     uint32_t *head;   /* canonical: per token, pair_head's length | AUT_ENDS_APOS (0: none) */
     _Atomic uint64_t *pairs; /* canonical: pair_valid's memo, n_pairs slots (see there) */
     uint32_t pair_bits;      /* n_pairs = 1 << pair_bits */
-    _Atomic uint64_t *probes; /* canonical: probe answers by shapes (see pair_ok), 1 << pair_bits
+    _Atomic uint64_t *probes; /* canonical: probe answers by shapes (see probe_ok), 1 << pair_bits
                                * slots; NULL where the shapes are too many to pack */
     uint32_t n_shapes;       /* shape ids are < n_shapes */
     uint8_t *dig;     /* canonical: per token, its digit_desc() (0 where dig_g is 0) */
@@ -547,7 +547,8 @@ static size_t utf8_chars(const uint8_t *p, size_t len, size_t n)
  * pretokenizer cuts between l and t (AUT_CUT), or nowhere from l's first byte to t's last
  * (AUT_INSIDE); t[0..nt) is t or its first characters. Before l: l2 (ET_NONE: l starts the
  * text; AUT_ANY: not known), then any one probe; after t: any probe (right) or the end of the
- * text (!right). Pairs too long to look at, and tokens that are parts of characters, may. */
+ * text (!right). Pairs too long to look at, and tokens that are parts of characters, may.
+ * Returns 0, or what the first text that answers allows (AUT_CUT, AUT_INSIDE or both: facts). */
 static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, size_t nt,
                  int right, int want)
 {
@@ -556,7 +557,7 @@ static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, s
     uint32_t nl = et_tok(m, l, &p), n2 = known ? et_tok(m, l2, &p2) : 0;
     if (!nl || !nt || (known && !n2) || n2 + nl + nt + 2u * AUT_PROBE > AUT_PAIR_BYTES ||
         !utf8_chars(p, nl, nl) || (n2 && !utf8_chars(p2, n2, n2)))
-        return 1;
+        return AUT_CUT | AUT_INSIDE;
     uint8_t buf[AUT_PAIR_BYTES];
     size_t ends[AUT_PAIR_BYTES], n_out = 0, used = 0;
     const size_t nx_probes = l2 == ET_NONE ? 1u : sizeof AUT_LEFT / sizeof *AUT_LEFT;
@@ -572,13 +573,14 @@ static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, s
             memcpy(buf + at + nt, AUT_RIGHT[y], ny);
             if (et_pretokenize(m, (const char *)buf, n, ET_FINAL, ends, AUT_PAIR_BYTES, &n_out,
                                &used))
-                return 1;
+                return AUT_CUT | AUT_INSIDE;
             int cut = 0, inside = 1;
             for (size_t e = 0; e < n_out && ends[e] < at + nt; e++) {
                 if (ends[e] == at) cut = 1;
                 if (ends[e] > from) inside = 0;
             }
-            if (((cut ? AUT_CUT : 0) | (inside ? AUT_INSIDE : 0)) & want) return 1;
+            const int got = (cut ? AUT_CUT : 0) | (inside ? AUT_INSIDE : 0);
+            if (got & want) return got;
         }
     }
     return 0;
@@ -667,56 +669,27 @@ static int pair_valid(const et_automaton *a, uint32_t x, uint32_t y, int apart)
 }
 
 /* probe() answers remembered while one mask is made (on the stack), by the shapes of l2, l
- * and t's head and what was asked (see shapes()). */
+ * and t's head (see shapes()), where a->probes cannot hold them: what is known (probe_ok). */
 #define AUT_MEMO 1024u
-struct memo { uint64_t key[AUT_MEMO][2]; uint8_t ans[AUT_MEMO]; };
+#define AUT_LOOK_BITS 11u /* up to 2^11 look-aheads remembered by shape in a mask (entry_ok) */
+struct memo {
+    uint64_t key[AUT_MEMO][2];
+    uint8_t ans[AUT_MEMO];
+    uint64_t *look;      /* 1 << look_bits slots (look_bits <= AUT_LOOK_BITS), or NULL */
+    unsigned look_bits;
+    int look_set;        /* look zeroed (on first use) */
+};
 
 /* Whether t may follow l (and l2 before it) in a canonical encoding (see the top): inside one
- * piece as a valid pair, or across a cut. mm remembers probes; valid is
- * et_valid_pair(l, t), or -1 when not known (-2: and l's bytes then t's are no token). */
-static int pair_ok(const et_automaton *a, struct memo *mm, uint32_t l2, uint32_t l, uint32_t t,
-                   int valid)
-{
-    if (l == ET_NONE) return 1;
-    const uint8_t *q = NULL;
-    et_tok(a->m, t, &q);
-    const size_t nt = a->head[t] & ~AUT_ENDS_APOS; /* pair_head(t) */
-    if (!nt) return 1;
-    if (valid < 0) valid = pair_valid(a, l, t, valid == -2);
-    const int want = valid ? AUT_CUT | AUT_INSIDE : AUT_CUT;
-    /* probe's text: a probe (may end in an apostrophe) unless l2 is ET_NONE, l2, l, t's head */
-    const int l_first = l2 == AUT_ANY || (l2 != ET_NONE && (a->head[l2] & AUT_ENDS_APOS));
-    const uint32_t s2 = l2 == ET_NONE ? 0xFFFFFFFFu : l2 == AUT_ANY ? 0xFFFFFFFEu
-                                                                    : a->shape[(size_t)4u * l2];
-    const uint32_t sl = a->shape[(size_t)4u * l + !l_first],
-                   st = a->shape[(size_t)4u * t + 2u + !(a->head[l] & AUT_ENDS_APOS)];
-    if (a->probes && (sl | st) < AUT_SHAPE_MAX) { /* shared by masks and threads: packed */
-        const uint64_t key = (((uint64_t)(s2 + 2u) << 19 | sl) << 19 | st) << 2 | (unsigned)want;
-        _Atomic uint64_t *slot = &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)];
-        const uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
-        if (v >> 2 == key) return (int)(v >> 1 & 1u);
-        const int ans = probe(a->m, l2, l, q, nt, 1, want);
-        atomic_store_explicit(slot, key << 2 | (uint64_t)ans << 1 | 1u, memory_order_relaxed);
-        return ans;
-    }
-    const uint64_t k0 = (uint64_t)s2 << 32 | sl, k1 = (uint64_t)st << 2 | (unsigned)want; /* not 0 */
-    const uint64_t h = ((k0 * 0x9E3779B97F4A7C15ull) ^ (k1 * 0xC2B2AE3D27D4EB4Full)) >> 54;
-    if (mm->key[h][0] == k0 && mm->key[h][1] == k1) return mm->ans[h];
-    const int ans = probe(a->m, l2, l, q, nt, 1, want);
-    mm->key[h][0] = k0;
-    mm->key[h][1] = k1;
-    mm->ans[h] = (uint8_t)ans;
-    return ans;
-}
-
-/* pair_ok with l2 and l fixed (a mask's first test, a look-ahead's scan): what depends on
- * them only, worked out once. */
+ * piece as a valid pair, or across a cut (probe_ok, pair_ok_c), with l2 and l fixed (a mask's
+ * first test, a look-ahead's scan): what depends on them only, worked out once. */
 struct pctx {
     uint32_t l2, l;
+    uint32_t s2, sl; /* the shapes of l2 (0xFFFFFFFF: none, 0xFFFFFFFE: any) and l (probes) */
     uint64_t k0;
     uint32_t next_free;
     int packed;
-    /* the look-ahead after l (pair_ok(l, t, u) for t after l): l's key part, and which of
+    /* the look-ahead after l (pair_ok_c(l, t, u) for t after l): l's key part, and which of
      * t's shapes it takes (entry_ok) */
     uint64_t lk_s2;
     uint32_t lk_free;
@@ -736,6 +709,8 @@ static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32
     const uint32_t s2 = l2 == ET_NONE ? 0xFFFFFFFFu : l2 == AUT_ANY ? 0xFFFFFFFEu
                                                                     : a->shape[(size_t)4u * l2];
     const uint32_t sl = a->shape[(size_t)4u * l + !l_first];
+    x->s2 = s2;
+    x->sl = sl;
     x->next_free = !(a->head[l] & AUT_ENDS_APOS);
     x->packed = a->probes && sl < AUT_SHAPE_MAX;
     x->k0 = (uint64_t)(s2 + 2u) << 19 | sl;
@@ -748,6 +723,55 @@ static void pctx_look(const et_automaton *a, struct pctx *x)
     x->lk_packed = a->probes != NULL;
     x->lk_s2 = l == ET_NONE ? 1u : (uint64_t)a->shape[(size_t)4u * l] + 2u; /* as s2 above */
     x->lk_free = !(l != ET_NONE && (a->head[l] & AUT_ENDS_APOS));
+}
+
+/* What the probes know of a pair: AUT_CUT and AUT_INSIDE known (<< 2), and those of them
+ * possible; the answer to want: 1, 0, or -1 where it is not known yet. */
+static inline int pm_answer(unsigned k, unsigned want)
+{
+    if (k & want & 3u) return 1;
+    return want & ~(k >> 2) ? -1 : 0;
+}
+
+/* What the probes know of x->l then t (t has a head; see probe()) once want (AUT_CUT,
+ * AUT_INSIDE: whether one of them can happen) is answered: pm_answer's bits. Remembered by
+ * shapes: in a->probes for every mask and thread (key << 4 | bits; relaxed atomics, each store
+ * the facts loaded and found) or, where the shapes are too many to pack, in mm for this mask.
+ * Only what is not known is asked. */
+static unsigned probe_ok(const et_automaton *a, struct memo *mm, const struct pctx *x, uint32_t t,
+                         unsigned want)
+{
+    const uint32_t st = a->shape[(size_t)4u * t + 2u + x->next_free];
+    _Atomic uint64_t *slot = NULL;
+    uint64_t key = 0, k0 = 0, k1 = 0;
+    size_t h = 0;
+    unsigned k = 0;
+    if (x->packed && st < AUT_SHAPE_MAX) {
+        key = x->k0 << 19 | st;
+        slot = &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)];
+        const uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
+        if (v >> 4 == key) k = (unsigned)(v & 15u);
+    } else {
+        k0 = (uint64_t)x->s2 << 32 | x->sl;
+        k1 = (uint64_t)st + 1u; /* not 0: an empty slot matches nothing */
+        h = (size_t)(((k0 * 0x9E3779B97F4A7C15ull) ^ (k1 * 0xC2B2AE3D27D4EB4Full)) >> 54);
+        if (mm->key[h][0] == k0 && mm->key[h][1] == k1) k = mm->ans[h];
+    }
+    if (pm_answer(k, want) >= 0) return k;
+    const unsigned ask = want & ~(k >> 2);
+    const uint8_t *q = NULL;
+    et_tok(a->m, t, &q);
+    const unsigned got = (unsigned)probe(a->m, x->l2, x->l, q, a->head[t] & ~AUT_ENDS_APOS, 1,
+                                         (int)ask);
+    k |= got ? got << 2 | got : ask << 2;
+    if (slot) {
+        atomic_store_explicit(slot, key << 4 | k, memory_order_relaxed);
+    } else {
+        mm->key[h][0] = k0;
+        mm->key[h][1] = k1;
+        mm->ans[h] = (uint8_t)k;
+    }
+    return k;
 }
 
 /* et_valid_pair(l, t) where l's bytes then t's first byte begin no token: so do none of t's
@@ -797,11 +821,13 @@ static int splits_char(const et_model *m, uint32_t l, uint32_t t)
     return et_utf8_decode(buf, n, 0, &len) != 0xFFFFFFFFu && len > k;
 }
 
-/* pair_ok(a, mm, x->l2, x->l, t, valid) (valid as there), or what the digit run says of the
- * cut before t: dv is dstep()'s (not 0; 1 where the run is not asked). Where l and t split a
- * character (splits_char), they must be a valid pair. */
+/* Whether t may follow x->l (and x->l2) where the digit run says dv of the cut before t
+ * (dstep()'s, not 0; 1 where the run is not asked): across a cut, if one may fall there (asked
+ * first: no pair test), or inside one piece as a valid pair. *valid: et_valid_pair(l, t), or
+ * -1 while not known (-2: and l's bytes then t's are no token), worked out when needed. Where l
+ * and t split a character (splits_char), they must be a valid pair. */
 ET_ALWAYS_INLINE static inline int pair_ok_c(const et_automaton *a, struct memo *mm,
-                                             const struct pctx *x, uint32_t t, int valid,
+                                             const struct pctx *x, uint32_t t, int *valid,
                                              unsigned dv)
 {
     unsigned mode = dv >> 4;
@@ -810,25 +836,20 @@ ET_ALWAYS_INLINE static inline int pair_ok_c(const et_automaton *a, struct memo 
         if (x->l >= a->n_vocab || !splits_char(a->m, x->l, t)) return 1;
         mode = DM_JOIN; /* (t is no character: no probe could look at it) */
     }
-    if (valid < 0)
-        valid = valid == -2 ? pair_valid_apart(a, x->l, t, x->apart) : pair_valid(a, x->l, t, 0);
+    /* the first text that answers either tells whether a cut (no pair test) may be there */
+    if (mode == DM_PROBE && probe_ok(a, mm, x, t, AUT_CUT | AUT_INSIDE) & AUT_CUT) return 1;
+    if (*valid < 0)
+        *valid = *valid == -2 ? pair_valid_apart(a, x->l, t, x->apart) : pair_valid(a, x->l, t, 0);
 #ifdef AUT_CHECK_PAIRS
-    if (valid != et_valid_pair(a->m, x->l, t)) abort();
+    if (*valid != et_valid_pair(a->m, x->l, t)) abort();
 #endif
-    if (mode == DM_JOIN) return valid; /* t is in l's piece of digits */
-    const unsigned want = valid ? AUT_CUT | AUT_INSIDE : AUT_CUT;
-    const uint32_t st = a->shape[(size_t)4u * t + 2u + x->next_free];
-    if (x->packed && st < AUT_SHAPE_MAX) {
-        const uint64_t key = (x->k0 << 19 | st) << 2 | want;
-        const uint64_t v = atomic_load_explicit(
-            &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)], memory_order_relaxed);
-        if (v >> 2 == key) return (int)(v >> 1 & 1u);
-    }
-    return pair_ok(a, mm, x->l2, x->l, t, valid);
+    if (mode == DM_JOIN) return *valid; /* t is in l's piece of digits */
+    return (probe_ok(a, mm, x, t, *valid ? AUT_CUT | AUT_INSIDE : AUT_CUT) &
+            (*valid ? AUT_CUT | AUT_INSIDE : AUT_CUT)) != 0;
 }
 
 /* Look-ahead (canonical). live(l, i, k) for entry i of a row (token t after token l, leading
- * to row r): k = 0, or r accepts, or some entry j of r may follow t (pair_ok(l, t, tok[j]))
+ * to row r): k = 0, or r accepts, or some entry j of r may follow t (pair_ok_c(l, t, tok[j]))
  * with live(t, j, k - 1). A token that is not live(l, i, AUT_LOOK) leads where no canonical
  * text can go on (after "y" in yes|no: "es" and "e" merge with it), so it is not allowed.
  * The first level knows l (the state's last token); deeper levels take any token before t
@@ -858,27 +879,26 @@ static int entry_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32
     if (w) {
         const uint32_t j = a->row[r] + (w >> 1) - 1u;
         const unsigned v = j >= a->row[r + 1u] ? 0u : drow ? drow[a->dig[a->tok[j]]] : 1u;
-        if (v && pair_ok_c(a, mm, &x, a->tok[j], (int)(w & 1u), v)) {
+        int valid = w & 1u ? 1 : -1;
+        if (v && pair_ok_c(a, mm, &x, a->tok[j], &valid, v)) {
             const int sub = k == 1u ? 0 : entry_live(a, mm, AUT_ANY, j, k - 1u, 0u);
             if (sub >= 0) lvl = sub == 15 ? 15 : sub + 1;
         }
     }
-    /* pairs BPE makes first (usually one piece: a probe or two), then the ones only a cut
-     * allows (every probe tried before one is refused) */
-    for (int valid = 1; valid >= 0 && lvl < 0; valid--)
-        for (uint32_t j = a->row[r]; lvl < 0 && j < a->row[r + 1u]; j++) {
-            const uint32_t u = a->tok[j];
-            const unsigned v = drow ? drow[a->dig[u]] : 1u;
-            if (!v || pair_valid(a, t, u, 0) != valid || !pair_ok_c(a, mm, &x, u, valid, v))
-                continue;
-            const int sub = k == 1u ? 0 : entry_live(a, mm, AUT_ANY, j, k - 1u, 0u);
-            if (sub >= 0) {
-                lvl = sub == 15 ? 15 : sub + 1;
-                if (k > 1u)
-                    atomic_store_explicit(&a->wit[i], (j - a->row[r] + 1u) << 1 | (uint32_t)valid,
-                                          memory_order_relaxed);
-            }
+    for (uint32_t j = a->row[r]; lvl < 0 && j < a->row[r + 1u]; j++) {
+        const uint32_t u = a->tok[j];
+        const unsigned v = drow ? drow[a->dig[u]] : 1u;
+        int valid = -1; /* (a cut needs no pair test: not known then) */
+        if (!v || !pair_ok_c(a, mm, &x, u, &valid, v)) continue;
+        const int sub = k == 1u ? 0 : entry_live(a, mm, AUT_ANY, j, k - 1u, 0u);
+        if (sub >= 0) {
+            lvl = sub == 15 ? 15 : sub + 1;
+            if (k > 1u)
+                atomic_store_explicit(&a->wit[i],
+                                      (j - a->row[r] + 1u) << 1 | (uint32_t)(valid == 1),
+                                      memory_order_relaxed);
         }
+    }
     if (!keep) return lvl;
     const unsigned now = atomic_load_explicit(&a->live[i], memory_order_relaxed);
     unsigned lo = now & 15u, hi = now >> 4;
@@ -888,16 +908,74 @@ static int entry_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32
     return lvl;
 }
 
+/* Whether the probes know a cut may fall in the pair of key (packed as in probe_ok). */
+static inline int cut_known(const et_automaton *a, uint64_t key)
+{
+    const uint64_t v = atomic_load_explicit(
+        &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)], memory_order_relaxed);
+    return v >> 4 == key && (v & AUT_CUT);
+}
+
+/* Whether entry j of t's next row proves t's look-ahead (entry_ok's, after x->l; dt: the run
+ * after t) by cuts alone, so that it proves it alike for any token of t's shape and digit_desc
+ * leading there: j's token u is live at AUT_LOOK - 1, has a head, and may follow t across a cut
+ * both after any token (the probes know) and after x->l (the digit run cuts, or the probes
+ * know). */
+static int look_by_cut(const et_automaton *a, const struct pctx *x, uint32_t t, uint32_t j,
+                       uint32_t dt)
+{
+    const uint32_t u = a->tok[j];
+    if ((atomic_load_explicit(&a->live[j], memory_order_relaxed) & 15u) < AUT_LOOK - 1u ||
+        !(a->head[u] & ~AUT_ENDS_APOS))
+        return 0;
+    const unsigned uv = dstep(a, dt, u);
+    if (!uv || uv >> 4 == DM_JOIN) return 0;
+    const uint32_t st = a->shape[(size_t)4u * u + 2u + !(a->head[t] & AUT_ENDS_APOS)],
+                   s0 = a->shape[(size_t)4u * t], sl = a->shape[(size_t)4u * t + x->lk_free];
+    if ((st | s0 | sl) >= AUT_SHAPE_MAX || !cut_known(a, (uint64_t)s0 << 19 | st)) return 0;
+    return uv >> 4 == DM_CUT || cut_known(a, (x->lk_s2 << 19 | sl) << 19 | st);
+}
+
+static int entry_look(const et_automaton *a, struct memo *mm, const struct pctx *x, uint32_t i,
+                      uint32_t dt);
+
 /* Whether entry i of state c's row may be taken in a canonical automaton: t may follow the
- * state's last two tokens, and the look-ahead (any token before t first: remembered). valid:
- * as pair_ok's; tv: dstep() of t after the state's run (not 0). */
+ * state's last two tokens, and the look-ahead (entry_look). valid: as pair_ok_c's; tv: dstep()
+ * of t after the state's run (not 0). Where mm->look is set, look-aheads that cuts alone proved
+ * (look_by_cut) are remembered by (next row, t's shape, t's digit_desc): the mask's tokens of
+ * one shape then cost one look-up. */
 static int entry_ok(const et_automaton *a, struct memo *mm, const struct pctx *x, uint32_t i,
                     int valid, unsigned tv)
 {
     const uint32_t t = a->tok[i], dt = (tv & 15u) - 1u; /* the run after t */
-    if (!pair_ok_c(a, mm, x, t, valid, tv)) return 0;
+    if (!pair_ok_c(a, mm, x, t, &valid, tv)) return 0;
     const uint32_t r = a->nxt[i];
     if (a->accept[r]) return 1; /* the text may end after t: live at every level */
+    uint64_t *lc = NULL, key = 0;
+    if (mm->look && a->shape[(size_t)4u * t] < AUT_SHAPE_MAX) {
+        if (!mm->look_set) {
+            memset(mm->look, 0, ((size_t)1 << mm->look_bits) * sizeof *mm->look);
+            mm->look_set = 1;
+        }
+        key = (((uint64_t)r << 19 | a->shape[(size_t)4u * t]) << 8 | a->dig[t]) << 1 | 1u;
+        lc = &mm->look[(key * 0x9E3779B97F4A7C15ull) >> (64u - mm->look_bits)];
+        if (*lc == key) return 1;
+    }
+    if (!entry_look(a, mm, x, i, dt)) return 0;
+    if (lc) {
+        const uint32_t w = atomic_load_explicit(&a->wit[i], memory_order_relaxed),
+                       j = a->row[r] + (w >> 1) - 1u;
+        if (w && j < a->row[r + 1u] && look_by_cut(a, x, t, j, dt)) *lc = key;
+    }
+    return 1;
+}
+
+/* entry_ok's look-ahead of entry i (t, after x->l; dt: the run after t; its row does not
+ * accept): live(AUT_ANY, i) (remembered), then live(x->l, i). */
+static int entry_look(const et_automaton *a, struct memo *mm, const struct pctx *x, uint32_t i,
+                      uint32_t dt)
+{
+    const uint32_t t = a->tok[i], r = a->nxt[i];
     const unsigned m = atomic_load_explicit(&a->live[i], memory_order_relaxed);
     if ((m & 15u) < AUT_LOOK && entry_live(a, mm, AUT_ANY, i, AUT_LOOK, 0u) < 0) return 0;
     /* live(l, i): most often the witness of live(AUT_ANY, i) with its probe remembered */
@@ -914,12 +992,11 @@ static int entry_ok(const et_automaton *a, struct memo *mm, const struct pctx *x
             const uint32_t sl = a->shape[(size_t)4u * t + x->lk_free],
                            st = a->shape[(size_t)4u * u + 2u + !(a->head[t] & AUT_ENDS_APOS)];
             if ((sl | st) < AUT_SHAPE_MAX) {
-                const uint64_t key = ((x->lk_s2 << 19 | sl) << 19 | st) << 2 |
-                                     (w & 1u ? AUT_CUT | AUT_INSIDE : AUT_CUT);
+                const uint64_t key = (x->lk_s2 << 19 | sl) << 19 | st;
                 const uint64_t v = atomic_load_explicit(
                     &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)],
                     memory_order_relaxed);
-                if (v >> 2 == key && (v & 2u)) return 1;
+                if (v >> 4 == key && (v & (w & 1u ? AUT_CUT | AUT_INSIDE : AUT_CUT))) return 1;
             }
         }
     }
@@ -944,6 +1021,7 @@ int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
         struct pctx x;
         if (!(v = dstep(a, c.d, token))) return -1;
         if (!a->probes) memset(mm.key, 0, sizeof mm.key);
+        mm.look = NULL;
         pctx_init(a, &x, c.l2, c.l);
         pctx_look(a, &x);
         if (!entry_ok(a, &mm, &x, lo, -1, v)) return -1;
@@ -974,7 +1052,15 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     if (bits) memset(bits, 0, nbytes);
     const int canon = (a->flags & ET_AUT_CANONICAL) != 0;
     struct memo mm;
+    uint64_t looks[1u << AUT_LOOK_BITS];
     if (canon && !a->probes) memset(mm.key, 0, sizeof mm.key);
+    mm.look = NULL;
+    mm.look_set = 0;
+    const uint32_t n_row = a->row[c.row + 1u] - a->row[c.row];
+    if (canon && a->probes && n_row >= 64u) { /* a slot for every 8 tokens (small rows: none) */
+        mm.look = looks;
+        for (mm.look_bits = 3; mm.look_bits < AUT_LOOK_BITS && n_row >> mm.look_bits > 8u;) mm.look_bits++;
+    }
     /* long rows: the first bytes after which l's bytes may go on in a token (l t can be a
      * token only if t begins with one) */
     uint64_t after_l[4] = {~0ull, ~0ull, ~0ull, ~0ull};
