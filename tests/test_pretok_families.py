@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import random
 import shutil
 import subprocess
 from pathlib import Path
@@ -406,6 +407,36 @@ binaries = st.lists(st.sampled_from([bytes([c]) for c in BYTES] + ["\u4e2d\u0301
 def test_invalid_utf8(pretok_check, patterns, family, batch):  # type: ignore[no-untyped-def]
     texts = [b.decode("utf-8", "surrogateescape") for b in batch]
     check(patterns[family], texts, run_many(pretok_check, family, texts))
+
+
+# Scripts beyond ASCII in runs longer than a block (64 bytes), so that the blocks class them
+# (et_uni_classes64: SIMD groups of one class -- Cyrillic, Latin-1, CJK, Hangul -- and a lookup
+# for the rest), next to what they leave to the scalar code: marks, digits and spaces beyond
+# ASCII, invalid bytes' neighbours, an upper-case letter after Lm/Lo, contractions with LONG S.
+SCRIPT_WORDS = ["\u043f\u0440\u0438\u0432\u0435\u0442", "\u041f\u0420\u0418", "\u0416\u0436",
+                "\u0457\u0491\u0454", "\u0463\u0462", "caf\u00e9", "\u00c9T\u00c9", "\u00d7", "\u00f7",
+                "\u010d\u0159\u017e", "\u0130", "\u4e2d\u6587", "\u5b57", "\u3042\u30a2\u30fc",
+                "\u3002", "\u3001", "\ud55c\uad6d\uc5b4", "\u4e2dA", "\u4e2dAb", "\u02b0Y",
+                "\u0301", "e\u0301", "\u00a0", "\u3000", "\u00b3", "\u0663", "\uff11", "\u2019",
+                "\u00ab", "\u00bb", "\u1ea1", "\u03a9\u03c9", "\U0001f600", "\u017f", "'\u017f",
+                "'s", "'LL", "a", "AB", "word", " ", "  ", "\n", "\t", ".", "!", "'", "/", "12", "1234"]
+
+
+@pytest.mark.parametrize("family", FAMILIES + ["cl100k"])
+def test_scripts_in_blocks(pretok_check, patterns, family):  # type: ignore[no-untyped-def]
+    rng = random.Random(16)
+    texts = []
+    for _ in range(400):
+        bias = rng.sample(SCRIPT_WORDS, 6)  # mostly a few words, as text in one language is
+        words = [rng.choice(bias if rng.random() < 0.7 else SCRIPT_WORDS)
+                 for _ in range(rng.randint(10, 80))]
+        texts.append("".join(w + (" " if rng.random() < 0.4 else "") for w in words))
+    texts.append(("\u043f\u0440\u0438\u0432\u0435\u0442 " * 40) + "\u4e2d\u6587" * 40)
+    texts = [comparable(t) for t in texts]
+    assert sum(len(t.encode()) for t in texts) > 40000
+    # the pieces of every text; its safe cuts only a few (the blocks do not make them)
+    check(patterns[family], texts, run_many(pretok_check, family, texts), safe_conts=["", "a"],
+          max_cuts=3)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -48,16 +48,16 @@ ET_ALWAYS_INLINE static inline size_t next_piece(const et_model *m, const uint8_
 /* The piece starts after i (a piece start) that a block of the 64 bytes from i shows, as bits
  * from i (see et_cl100k_block): the cl100k and o200k families'; 0 for GPT-2's and regex
  * pretokenizers, with fewer than 64 bytes left, or where the block shows none. Loops take the
- * ends of the pieces from these bits while they last, then one piece from piece_end. Non-ASCII
- * text would cost a block a piece for nothing (Russian man pages: 27% more instructions than
- * with no blocks at all): no block where the piece's first two bytes are not ASCII, and one
- * that shows none makes the loop go on without blocks for 64 bytes (*from: where it tries one
- * again). */
+ * ends of the pieces from these bits while they last, then one piece from piece_end. The blocks
+ * class letters and punctuation beyond ASCII too (man pages in 20 languages: 11% fewer
+ * instructions a byte counting with cl100k, 15% with o200k, than blocks of ASCII alone); a
+ * block that shows none (a piece longer than it, or text it leaves to the scalar code) makes
+ * the loop go on without blocks for 64 bytes (*from: where it tries one again). */
 ET_ALWAYS_INLINE static inline uint64_t block_starts(const et_model *m, unsigned pretok,
                                                      const uint8_t *t, size_t len, size_t i,
                                                      size_t *from)
 {
-    if (i < *from || len - i < 64 || ((t[i] | t[i + 1]) & 0x80u)) return 0; /* (not ASCII) */
+    if (i < *from || len - i < 64) return 0;
     uint64_t starts = 0;
     switch (pretok) {
     case ET_PRETOK_CL100K: case ET_PRETOK_LLAMA3:

@@ -229,49 +229,83 @@ static inline uint64_t et_block_keep(uint64_t space, uint64_t known)
     return other ? ~(uint64_t)0 >> (et_clz64(other) - 1u) : 0;
 }
 
+/* The bytes of the characters that start at the bits of lead: a character's bytes carry its
+ * class, so (x << 1) of these says a byte follows one. cont: et_uni64's. */
+static inline uint64_t et_block_whole(uint64_t lead, uint64_t cont)
+{
+    lead |= (lead << 1) & cont;
+    lead |= (lead << 1) & cont;
+    return lead | ((lead << 1) & cont);
+}
+
 /* The piece starts in t[0..64), where a piece starts at t[0], from bit masks of the bytes'
- * classes (ASCII text in blocks of 64 bytes; the scalar et_cl100k_next for the rest): bit k
- * set where a piece starts at t[k], for 0 < k and every k up to the highest bit; 0 where no
- * piece start after t[0] is certain. The pattern has no look-behind, so the pieces from t[0]
- * on are those of the text t[0..) alone: a class mask shifted up one bit says what precedes
- * a byte, with nothing (a boundary) before t[0]. Per byte k:
+ * classes (every byte of a character carries its class; the scalar et_cl100k_next for the
+ * rest): bit k set where a piece starts at t[k], for 0 < k and every k up to the highest bit;
+ * 0 where no piece start after t[0] is certain. The pattern has no look-behind, so the pieces
+ * from t[0] on are those of the text t[0..) alone: a class mask shifted up one bit says what
+ * precedes a byte, with nothing (a boundary) before t[0]. Per character at byte k:
  * - a letter starts a piece unless after a letter, after ' ' or \t \v \f (the prefix of
  *   " word", "\tword"), or after punctuation that starts a piece ([^\r\n\p{L}\p{N}]?+ takes
  *   it) -- except after a contraction ('s 'll ...: it ends the piece, the letter starts one);
- * - punctuation ([^\s\p{L}\p{N}], the apostrophe included) starts one unless after
+ * - punctuation ([^\s\p{L}\p{N}], the apostrophe and marks included) starts one unless after
  *   punctuation (one run) or after ' ' ( ?[^\s\p{L}\p{N}]++);
  * - digits start one at the start of a run and every maxdig digits after it;
  * - \r \n right after punctuation, and after those, belong to its piece ([\r\n]*+); the other
  *   whitespace makes runs, which start a piece, and so do their last character when it is not
  *   a line break (\s+(?!\S) leaves it to the next piece, or \s to itself), and the one after
  *   the run's last line break (\s*[\r\n] ends there), the rest of the run going on.
- * The bytes from the first non-ASCII one on, and a whitespace run that reaches them or the end
- * of the block (its end, and its last line break, lie past what the block sees; the end of the
- * text too: \s++$), are left out: their starts are not set. */
-static inline uint64_t et_cl100k_block(const uint8_t *t, unsigned maxdig)
+ * Characters that are not ASCII are classed by et_uni_classes64. The bytes from the first
+ * character it cannot class on (\p{N}, \s and a character that may run past t[63]), and a
+ * whitespace run that reaches them or the end of the block (its end, and its last line break,
+ * lie past what the block sees; the end of the text too: \s++$), are left out: their starts
+ * are not set. */
+ET_ALWAYS_INLINE static inline uint64_t et_cl100k_starts(const uint8_t *t,
+                                                         const struct et_ascii64 *cp,
+                                                         const struct et_uni64 *up,
+                                                         uint64_t known, unsigned maxdig)
 {
-    if (maxdig > 32) return 0;
-    struct et_ascii64 c;
-    et_ascii_classes64(t, &c);
-    const uint64_t known = c.high ? (c.high & (0 - c.high)) - 1 : ~(uint64_t)0; /* ASCII */
+    const struct et_ascii64 c = *cp;
+    const struct et_uni64 u = *up;
+    const uint64_t letter = c.letter | u.letter;
     const uint64_t wt = c.ctl & ~c.newline;                                     /* \t \v \f */
-    const uint64_t punct = ~(c.letter | c.digit | c.space | c.ctl | c.high);   /* ' too */
+    const uint64_t punct = ~(c.letter | c.digit | c.space | c.ctl | c.high) | u.other;
     const uint64_t nl = c.newline & (c.newline + (c.newline & (punct << 1))); /* not punct's */
     const uint64_t space = c.space | wt | nl, blank = c.space | wt;
     const uint64_t punct_start = punct & ~((punct | c.space) << 1);
-    uint64_t letter_start = c.letter & ~((c.letter | blank | punct_start) << 1);
+    uint64_t letter_start =
+        letter & ~((letter | blank | et_block_whole(punct_start, u.cont)) << 1);
     for (uint64_t a = c.apos & punct_start & known & 0x3FFFFFFFFFFFFFFFull; a; a &= a - 1) {
         const unsigned k = et_ctz64(a); /* a contraction ending before t[62] */
         const char x = (char)(t[k + 1] | 0x20u), y = (char)(t[k + 2] | 0x20u);
-        unsigned end = 0;
-        if (x == 's' || x == 'd' || x == 'm' || x == 't') end = k + 2;
+        size_t end = 0;
+        if ((t[k + 1] | t[k + 2]) & 0x80u) end = et_cl_contraction(t, 64, k + 1); /* 0: none */
+        else if (x == 's' || x == 'd' || x == 'm' || x == 't') end = k + 2;
         else if ((x == 'l' && y == 'l') || ((x == 'v' || x == 'r') && y == 'e')) end = k + 3;
-        if (end && end < 64) letter_start |= c.letter & (uint64_t)1 << end;
+        if (end && end < 64) letter_start |= letter & (uint64_t)1 << end;
     }
     const uint64_t starts = punct_start | letter_start |
                             et_block_digits(c.digit, maxdig > 1 ? maxdig : 1) |
                             et_block_spaces(space, blank, nl);
     return starts & et_block_keep(space, known) & ~(uint64_t)1;
+}
+
+/* et_uni_classes64 for et_cl100k_block: not inlined there, so that the code of ASCII blocks
+ * keeps its registers (1-3% fewer instructions on ASCII text). */
+ET_NOINLINE static uint64_t et_cl100k_uni(const uint8_t *t, uint64_t high, struct et_uni64 *u)
+{
+    return et_uni_classes64(t, high, ET_U_N | ET_U_S, u, et_ucd_letter_range,
+                            ET_UCD_NLETTER_RANGE, et_ucd_letter_group, ET_UCD_NLETTER_GROUP);
+}
+
+static inline uint64_t et_cl100k_block(const uint8_t *t, unsigned maxdig)
+{
+    if (maxdig > 32) return 0;
+    struct et_ascii64 c;
+    struct et_uni64 u = {0, 0, 0, 0, 0};
+    et_ascii_classes64(t, &c);
+    if (!c.high) return et_cl100k_starts(t, &c, &u, ~(uint64_t)0, maxdig); /* u folds away */
+    const uint64_t known = et_cl100k_uni(t, c.high, &u);
+    return et_cl100k_starts(t, &c, &u, known, maxdig);
 }
 
 static inline int et_cl_is_space(const uint8_t *t, size_t len, size_t i)

@@ -259,21 +259,29 @@ ET_ALWAYS_INLINE static inline size_t et_o200k_next(const uint8_t *t, size_t len
 }
 
 /* The piece starts in t[0..64) where a piece starts at t[0], as et_cl100k_block finds them
- * (see there), for o200k's rules on ASCII text: a letter starts a piece unless after a letter,
- * after ' ' or \t \v \f, or after punctuation that starts a piece -- and an upper-case one
- * after a lower-case one does (A1 and A2 end a word at an upper-case letter after lower case,
+ * (see there), for o200k's rules: a letter starts a piece unless after a letter, after ' ' or
+ * \t \v \f, or after punctuation that starts a piece -- and an upper-case one (Lu, Lt) after a
+ * lower-case one (Ll) does (A1 and A2 end a word at an upper-case letter after lower case,
  * "camelCase"); a contraction after a letter belongs to the word (CONTR?), the character after
  * it starts a piece; \r \n after punctuation, and '/' after those, belong to its piece
- * ([\r\n/]*); digits and whitespace as in cl100k. Bits from two bytes before the first
- * non-ASCII byte on are not set (a contraction may go on into it: 'ſ folds to 's), nor from an
- * apostrophe after a contraction on ("a's's": the second is no contraction of a word). */
-static inline uint64_t et_o200k_block(const uint8_t *t)
+ * ([\r\n/]*); digits and whitespace as in cl100k. Lm and Lo letters are upper and lower case
+ * both: a word runs on over them, except that where an upper-case letter follows one, the word
+ * may end there or run on, as the letters after decide (the backtracking of A1, see the top of
+ * the file): bits from there on are not set, nor from a mark on (\p{M}: a prefix, and in both
+ * word classes), nor from an apostrophe after a contraction on ("a's's": the second is no
+ * contraction of a word), nor from one whose contraction the block cannot see whole. */
+ET_ALWAYS_INLINE static inline uint64_t et_o200k_starts(const uint8_t *t,
+                                                        const struct et_ascii64 *cp,
+                                                        const struct et_uni64 *up, uint64_t known)
 {
-    struct et_ascii64 c;
-    et_ascii_classes64(t, &c);
-    uint64_t known = c.high ? ((c.high & (0 - c.high)) - 1) >> 2 : ~(uint64_t)0;
+    const struct et_ascii64 c = *cp;
+    const struct et_uni64 u = *up;
+    const uint64_t letter = c.letter | u.letter, lower = c.lower | u.lower;
+    const uint64_t upper = (c.letter & ~c.lower) | u.upper;
+    const uint64_t ambiguous = upper & ((u.letter & ~(u.upper | u.lower)) << 1); /* after Lm Lo */
+    if (ambiguous) known &= (ambiguous & (0 - ambiguous)) - 1;
     const uint64_t wt = c.ctl & ~c.newline;                                     /* \t \v \f */
-    const uint64_t punct = ~(c.letter | c.digit | c.space | c.ctl | c.high);   /* ' / too */
+    const uint64_t punct = ~(c.letter | c.digit | c.space | c.ctl | c.high) | u.other; /* ' / */
     uint64_t tail = c.newline & (punct << 1), within = c.newline | c.slash; /* punct's [\r\n/]* */
     for (unsigned k = 1; tail && k < 64; k <<= 1) { /* from each line break after punct on */
         tail |= (tail << k) & within;
@@ -282,28 +290,47 @@ static inline uint64_t et_o200k_block(const uint8_t *t)
     const uint64_t nl = c.newline & ~tail, run = punct & ~tail; /* run: ' ?[^\s\p{L}\p{N}]+ */
     const uint64_t space = c.space | wt | nl, blank = c.space | wt;
     const uint64_t punct_start = run & ~((run | c.space) << 1);
-    uint64_t starts = punct_start | (c.letter & ~((c.letter | blank | punct_start) << 1)) |
-                      (c.letter & ~c.lower & (c.lower << 1));
-    for (uint64_t a = c.apos & (c.letter << 1) & known; a; a &= a - 1) {
+    uint64_t starts = punct_start |
+                      (letter & ~((letter | blank | et_block_whole(punct_start, u.cont)) << 1)) |
+                      (upper & (lower << 1));
+    for (uint64_t a = c.apos & (letter << 1) & known; a; a &= a - 1) {
         const unsigned k = et_ctz64(a); /* after a word: a contraction, or a piece start */
-        if (k > 61) { /* its letters lie past the block */
+        size_t end = 0;
+        if (k > 61 || (k > 55 && ((t[k + 1] | t[k + 2]) & 0x80u))) { /* it may run past t[63] */
             known &= ((uint64_t)1 << k) - 1;
             break;
         }
         const char x = (char)(t[k + 1] | 0x20u), y = (char)(t[k + 2] | 0x20u);
-        unsigned end = 0;
-        if (x == 's' || x == 'd' || x == 'm' || x == 't') end = k + 2;
+        if ((t[k + 1] | t[k + 2]) & 0x80u) end = et_o2_contraction_slow(t, 64, k); /* k: none */
+        else if (x == 's' || x == 'd' || x == 'm' || x == 't') end = k + 2;
         else if ((x == 'l' && y == 'l') || ((x == 'v' || x == 'r') && y == 'e')) end = k + 3;
-        if (!end) continue;
+        if (end <= k) continue;
         if (end < 64 && t[end] == '\'') {
             known &= ((uint64_t)1 << k) - 1;
             break;
         }
-        starts &= ~(((uint64_t)1 << k) | ((uint64_t)1 << (k + 1)) | ((uint64_t)1 << (end - 1)));
+        starts &= ~((((uint64_t)1 << (end - k)) - 1) << k); /* the word takes it */
         if (end < 64) starts |= (uint64_t)1 << end;
     }
     starts |= et_block_digits(c.digit, 3) | et_block_spaces(space, blank, nl);
     return starts & et_block_keep(space, known) & ~(uint64_t)1;
+}
+
+/* et_uni_classes64 for et_o200k_block (not inlined there: see et_cl100k_uni). */
+ET_NOINLINE static uint64_t et_o200k_uni(const uint8_t *t, uint64_t high, struct et_uni64 *u)
+{
+    return et_uni_classes64(t, high, ET_U_N | ET_U_S | ET_U_M, u, et_ucd_case_range,
+                            ET_UCD_NCASE_RANGE, et_ucd_case_group, ET_UCD_NCASE_GROUP);
+}
+
+static inline uint64_t et_o200k_block(const uint8_t *t)
+{
+    struct et_ascii64 c;
+    struct et_uni64 u = {0, 0, 0, 0, 0};
+    et_ascii_classes64(t, &c);
+    if (!c.high) return et_o200k_starts(t, &c, &u, ~(uint64_t)0); /* ASCII: u folds away */
+    const uint64_t known = et_o200k_uni(t, c.high, &u);
+    return et_o200k_starts(t, &c, &u, known);
 }
 
 /* The category of the character that ends at b (0 < b <= len): an invalid byte, or a byte of

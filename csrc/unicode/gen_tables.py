@@ -89,6 +89,98 @@ def folds(chars: str) -> list[tuple[int, str]]:
             for lo, hi in probe(chars, f"(?i:{letter})") for cp in range(lo, hi) if cp >= 0x80]
 
 
+# Class bits of o200k's three letter classes (see csrc/pretok/o200k.h): Lu/Lt, Ll, Lm/Lo.
+L, UP, LO = 0x01, 0x08, 0x10
+CASE_CLASSES = (L | UP, L | LO, L | UP | LO)
+CONT = (0x80, 0xBF)  # UTF-8 continuation bytes
+# The 2-byte lead bytes whose case groups o200k's blocks test (Latin-1 and Cyrillic, the commonest
+# in translated man pages; each costs the blocks a range test or more). Which characters the
+# groups hold, and their classes, come from the tables all the same.
+CASE_LEADS = (0xC3, 0xD0, 0xD1)
+
+
+def utf8_cp(lead: int, c1: int, c2: int = 0x80) -> int | None:
+    """The code point of the 2-byte (lead < 0xE0) or 3-byte UTF-8 sequence, None if invalid."""
+    if 0xC2 <= lead <= 0xDF:
+        return ((lead & 0x1F) << 6) | (c1 & 0x3F)
+    cp = ((lead & 0x0F) << 12) | ((c1 & 0x3F) << 6) | (c2 & 0x3F)
+    return cp if 0xE0 <= lead <= 0xEF and cp >= 0x800 and not 0xD800 <= cp <= 0xDFFF else None
+
+
+def group_class(cls: bytearray, lead: int, lo: int, hi: int, key) -> int | None:
+    """key() of the class of every character with this lead byte and second byte in lo..hi
+    (any third byte), where they all agree and are valid; None otherwise."""
+    seen = set()
+    for c1 in range(lo, hi + 1):
+        for c2 in range(0x80, 0xC0) if lead >= 0xE0 else (0x80,):
+            cp = utf8_cp(lead, c1, c2)
+            if cp is None:
+                return None
+            seen.add(key(cls[cp]))
+    return seen.pop() if len(seen) == 1 else None
+
+
+def groups(cls: bytearray, key, classes, min_run: int, leads=None) -> tuple[list, list]:
+    """The byte ranges and the groups (lead range, second-byte range, length, class) of the
+    2- and 3-byte characters that the blocks class with SIMD range tests: per lead byte, runs
+    of at least min_run second bytes whose characters all have one of `classes` (key() of
+    their bits); consecutive lead bytes with the same runs merge; 2-byte leads only from
+    `leads` where given (each range costs the blocks a test of 64 bytes). Range 0 is CONT."""
+    per_lead = []
+    two = [b for b in range(0xC2, 0xE0) if leads is None or b in leads]
+    for lead in two + list(range(0xE0, 0xF0)):
+        runs, c1 = [], 0x80
+        while c1 <= 0xBF:
+            k = group_class(cls, lead, c1, c1, key)
+            end = c1
+            while (k in classes and end < 0xBF
+                   and group_class(cls, lead, end + 1, end + 1, key) == k):
+                end += 1
+            if k in classes and end - c1 + 1 >= min_run and (lead < 0xE0 or (c1, end) == CONT):
+                runs.append((c1, end, k))
+            c1 = end + 1
+        per_lead.append((lead, tuple(runs)))
+    merged: list[list] = []
+    for lead, runs in per_lead:
+        n = 2 if lead < 0xE0 else 3
+        if merged and merged[-1][1] == lead - 1 and merged[-1][2] == runs and merged[-1][3] == n:
+            merged[-1][1] = lead
+        elif runs:
+            merged.append([lead, lead, runs, n])
+    ranges, out = [CONT], []
+    def index(r):
+        if r not in ranges:
+            ranges.append(r)
+        return ranges.index(r)
+    for lo, hi, runs, n in merged:
+        for c_lo, c_hi, k in runs:
+            out.append((index((lo, hi)), index((c_lo, c_hi)), n, k))
+    return ranges, out
+
+
+def wrapped(items: list[str], indent: str = "    ") -> list[str]:
+    """items, comma-separated, in lines of at most 99 characters."""
+    lines = [indent]
+    for item in items:
+        if len(lines[-1]) + len(item) + 2 > 99:
+            lines.append(indent)
+        lines[-1] += item + ", "
+    return [line.rstrip() for line in lines]
+
+
+def emit_groups(out: list, name: str, what: str, ranges: list, grp: list) -> None:
+    out.append(f"/* {what}: the byte ranges (first, last) the groups test, [0]")
+    out.append(" * the continuation bytes; the groups: lead, second byte range, length, bits */")
+    out.append(f"#define ET_UCD_N{name.upper()}_RANGE {len(ranges)}")
+    out.append(f"static const uint8_t et_ucd_{name}_range[][2] = {{")
+    out += wrapped([f"{{0x{a:X}, 0x{b:X}}}" for a, b in ranges])
+    out.append("};")
+    out.append(f"#define ET_UCD_N{name.upper()}_GROUP {len(grp)}")
+    out.append(f"static const struct et_ucd_group et_ucd_{name}_group[] = {{")
+    out += wrapped([f"{{{a}, {b}, {n}, {k}}}" for a, b, n, k in grp])
+    out.append("};")
+
+
 def build() -> str:
     chars = all_chars()
     cls = classes(chars)
@@ -122,6 +214,17 @@ def build() -> str:
     out.append(f"#define ET_UCD_NFOLD {len(fold)}")
     body = ", ".join(f"{{0x{cp:X}, '{ch}'}}" for cp, ch in fold) or "{0, 0}"
     out.append(f"static const struct {{ uint32_t cp; char ascii; }} et_ucd_fold[] = {{{body}}};")
+    out += [
+        "/* Groups of UTF-8 characters of 2 or 3 bytes whose code points all have one class,",
+        " * for the block pretokenizers' SIMD range tests (et_uni_classes64): every character",
+        " * whose lead byte is in range `lead` and second byte in range `cont` (any third byte)",
+        " * is valid and has the class bits `bits` (of those the family tells apart). */",
+    ]
+    out.append("struct et_ucd_group { uint8_t lead, cont, len, bits; };")
+    emit_groups(out, "letter", "\\p{L} (cl100k)", *groups(cls, lambda b: b & L, (L,), 64))
+    emit_groups(out, "case", "o200k's letter classes (L, UP, LO)",
+                *groups(cls, lambda b: b & (L | UP | LO) if b & L else 0, CASE_CLASSES, 16,
+                        CASE_LEADS))
     out.append("#endif")
     return "\n".join(out) + "\n"
 

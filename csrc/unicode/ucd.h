@@ -216,6 +216,19 @@ ET_ALWAYS_INLINE static inline void et_ascii_classes64(const uint8_t *t, struct 
         c->high |= et_mask16(x) << 16 * k;
     }
 }
+
+/* For each range j < n, r[j]: the bits of the bytes of t[0..64) in ranges[j] (first..last). */
+ET_ALWAYS_INLINE static inline void et_ranges64(const uint8_t *t, const uint8_t (*ranges)[2],
+                                                unsigned n, uint64_t *r)
+{
+    for (unsigned j = 0; j < n; j++) r[j] = 0;
+    for (unsigned k = 0; k < 4; k++) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(t + 16 * k));
+        for (unsigned j = 0; j < n; j++)
+            r[j] |= et_mask16(ET_IN_RANGE16(x, ranges[j][0], ranges[j][1] - ranges[j][0] + 1))
+                    << 16 * k;
+    }
+}
 #elif ET_SIMD16
 /* NEON has no movemask: the compares' 0xFF bytes keep one bit each (bit k % 8 of byte k), and
  * three rounds of pairwise adds gather the 64 bytes' bits into 8 bytes. */
@@ -255,6 +268,19 @@ ET_ALWAYS_INLINE static inline void et_ascii_classes64(const uint8_t *t, struct 
     c->slash = et_mask64(sl);
     c->high = et_mask64(hi);
 }
+
+ET_ALWAYS_INLINE static inline void et_ranges64(const uint8_t *t, const uint8_t (*ranges)[2],
+                                                unsigned n, uint64_t *r)
+{
+    uint8x16_t x[4], m[4];
+    for (unsigned k = 0; k < 4; k++) x[k] = vld1q_u8(t + 16 * k);
+    for (unsigned j = 0; j < n; j++) {
+        for (unsigned k = 0; k < 4; k++)
+            m[k] = vcltq_u8(vsubq_u8(x[k], vdupq_n_u8(ranges[j][0])),
+                            vdupq_n_u8((uint8_t)(ranges[j][1] - ranges[j][0] + 1)));
+        r[j] = et_mask64(m);
+    }
+}
 #else
 static inline void et_ascii_classes64(const uint8_t *t, struct et_ascii64 *c)
 {
@@ -273,7 +299,94 @@ static inline void et_ascii_classes64(const uint8_t *t, struct et_ascii64 *c)
         if (x >= 0x80u) c->high |= b;
     }
 }
+
+static inline void et_ranges64(const uint8_t *t, const uint8_t (*ranges)[2], unsigned n,
+                               uint64_t *r)
+{
+    for (unsigned j = 0; j < n; j++) {
+        r[j] = 0;
+        for (unsigned k = 0; k < 64; k++)
+            if (t[k] >= ranges[j][0] && t[k] <= ranges[j][1]) r[j] |= (uint64_t)1 << k;
+    }
+}
 #endif
+
+/* Bit masks of the characters of t[0..64) that are not ASCII, bit k for every byte of the
+ * character (a character's bytes all carry its class, so a mask shifted up one bit says what
+ * the character before a byte is, as for ASCII): letter: \p{L}; upper: \p{L} but not LO
+ * (Lu, Lt); lower: LO but not UP (Ll); other: the rest ([^\s\p{L}\p{N}]: marks, punctuation,
+ * symbols, and each byte of an invalid sequence, one character a byte as et_utf8_decode reads
+ * them); cont: the bytes after a character's first. */
+struct et_uni64 {
+    uint64_t letter, upper, lower, other, cont;
+};
+#define ET_UNI_MAX_RANGES 16 /* the most ranges a family's groups test */
+#ifndef ET_UNI_GROUPS_FROM
+#define ET_UNI_GROUPS_FROM 8
+#endif
+
+/* The classes of the characters of t[0..64) from high (et_ascii64's: the bytes >= 0x80), each
+ * decoded and looked up once, ORed into *u (zeroed by the caller). Returns the bits below the
+ * first character that the block cannot class: one with a class bit in stop (as \p{N} and \s,
+ * whose pieces the blocks leave to the scalar pretokenizers), or one that may run past t[63]
+ * (its length, or whether it is valid, depends on bytes the block does not see); all ones where
+ * there is none. Bits from there on are not set. */
+ET_ALWAYS_INLINE static inline uint64_t et_uni_classes64(const uint8_t *t, uint64_t high,
+                                                         unsigned stop, struct et_uni64 *u,
+                                                         const uint8_t (*ranges)[2],
+                                                         unsigned nranges,
+                                                         const struct et_ucd_group *groups,
+                                                         unsigned ngroups)
+{
+    uint64_t r[ET_UNI_MAX_RANGES], m = high;
+    if (nranges > ET_UNI_MAX_RANGES) nranges = ngroups = 0;
+    uint64_t few = high;
+    for (unsigned j = 1; j < ET_UNI_GROUPS_FROM; j++) few &= few - 1;
+    if (!few) ngroups = 0; /* fewer than ET_UNI_GROUPS_FROM bytes: the loop below is cheaper */
+    if (ngroups) et_ranges64(t, ranges, nranges, r);
+    for (unsigned g = 0; g < ngroups; g++) { /* the groups' characters: r[0] continuation bytes */
+        const struct et_ucd_group gr = groups[g];
+        uint64_t lead = r[gr.lead] & (r[gr.cont] >> 1), bytes = lead | lead << 1;
+        if (gr.len == 3) lead &= r[0] >> 2, bytes = lead | lead << 1 | lead << 2;
+        u->letter |= bytes;
+        if ((gr.bits & (ET_U_L | ET_U_LO)) == ET_U_L) u->upper |= bytes;
+        if ((gr.bits & (ET_U_L | ET_U_UP | ET_U_LO)) == (ET_U_L | ET_U_LO)) u->lower |= bytes;
+        u->cont |= bytes & ~lead;
+        m &= ~bytes;
+    }
+    for (; m;) {
+        const unsigned k = et_ctz64(m);
+        const uint32_t b = t[k];
+        uint32_t cp = 0xFFFFFFFFu; /* an invalid byte, one character */
+        size_t n = 1;
+        if (k < 61) { /* the character, at most 4 bytes, lies in the block */
+            const uint32_t c1 = t[k + 1] ^ 0x80u, c2 = t[k + 2] ^ 0x80u; /* < 0x40: continuation */
+            if (b - 0xC2u < 0x1Eu) {
+                if (c1 < 0x40u) cp = ((b & 0x1Fu) << 6) | c1, n = 2;
+            } else if (b - 0xE0u < 0x10u) {
+                const uint32_t x = ((b & 0x0Fu) << 12) | (c1 << 6) | c2; /* not surrogates */
+                if ((c1 | c2) < 0x40u && x >= 0x800u && x - 0xD800u >= 0x800u) cp = x, n = 3;
+            } else if (b >= 0xF0u) {
+                cp = et_utf8_decode(t, 64, k, &n);
+            }
+        } else {
+            cp = et_utf8_decode(t, 64, k, &n);
+            if (cp == 0xFFFFFFFFu) return ((uint64_t)1 << k) - 1; /* may go on past t[63] */
+        }
+        const unsigned c = et_ucd_bits(cp); /* 0 for an invalid byte: other */
+        if (c & stop) return ((uint64_t)1 << k) - 1;
+        const uint64_t bytes = (((uint64_t)2 << (n - 1)) - 1) << k, /* (k + n <= 64) */
+                       letter = 0 - (uint64_t)!!(c & ET_U_L);
+        u->letter |= bytes & letter;
+        u->upper |= bytes & (0 - (uint64_t)((c & (ET_U_L | ET_U_LO)) == ET_U_L));
+        u->lower |= bytes & (0 - (uint64_t)((c & (ET_U_L | ET_U_UP | ET_U_LO)) ==
+                                            (ET_U_L | ET_U_LO)));
+        u->other |= bytes & ~letter;
+        u->cont |= bytes & (bytes << 1);
+        m &= ~bytes;
+    }
+    return ~(uint64_t)0;
+}
 
 static inline int et_ascii_letter(uint8_t c) { return (uint8_t)((c | 0x20u) - 'a') < 26u; }
 
