@@ -17,7 +17,8 @@
  * decides), and only where some canonical text can go on after t (entry_live()). Sound
  * (a canonical encoding is never refused; tested, and fuzzed by csrc/fuzz/fuzz_automata.c),
  * not exact. What they learn is kept for every later mask and thread, in memory fixed at
- * build: per entry a look-ahead byte and a witness (5 bytes), and two direct-mapped tables of
+ * build: per entry a look-ahead byte, a witness and a class (7 bytes; see classes()), per row
+ * its number of classes (2 bytes), and two direct-mapped tables of
  * 2 slots an entry, 2^10 to 2^17 slots of 8 bytes each (pair_valid's and the probes', at most
  * 2 MiB in all); every store a fact, relaxed atomics.
  */
@@ -52,6 +53,9 @@ struct et_automaton {
     uint8_t *row_dig; /* canonical: per row, whether a token of it has a digit_desc() */
     uint32_t dig_g;   /* digit groups of dig_g characters (0: none, n_d = 1) */
     uint32_t n_d;     /* states of the digit run carried in a state (see digit_step) */
+    uint16_t *cls;    /* canonical: per entry, its class in its row (see classes()); AUT_CLS:
+                       * none (the row's classes beyond AUT_CLS) */
+    uint16_t *n_cls;  /* canonical: per row, its classes (<= AUT_CLS) */
     size_t bytes;     /* memory held */
 };
 
@@ -90,6 +94,8 @@ void et_automaton_free(et_automaton *a)
     free(a->dig);
     free(a->dtab);
     free(a->row_dig);
+    free(a->cls);
+    free(a->n_cls);
     free(a);
 }
 
@@ -328,6 +334,69 @@ static int shapes(et_automaton *a, size_t used)
     return ET_OK;
 }
 
+/* Classes. What a canonical mask decides of entry i (token t, leading to row r) from the
+ * state alone, with no pair test, depends on t only through its shapes (a->shape[4t..4t+3]: the
+ * probes' keys), its digit_desc, whether it has a head and ends with an apostrophe, and r (see
+ * mask_class): entries of a row alike in these are one class, numbered in the row from 0 in
+ * order of first entry; a mask decides each class once (a byte on the stack each). A row's
+ * entries after its first AUT_CLS classes get none (AUT_CLS) and are decided one by one. */
+#define AUT_CLS 16384u
+
+static int same_class(const et_automaton *a, uint32_t i, uint32_t j)
+{
+    const uint32_t t = a->tok[i], u = a->tok[j];
+    return a->nxt[i] == a->nxt[j] && !memcmp(a->shape + (size_t)4u * t, a->shape + (size_t)4u * u, 16u) &&
+           a->dig[t] == a->dig[u] &&
+           !(a->head[t] & ~AUT_ENDS_APOS) == !(a->head[u] & ~AUT_ENDS_APOS) &&
+           (a->head[t] & AUT_ENDS_APOS) == (a->head[u] & AUT_ENDS_APOS);
+}
+
+static int classes(et_automaton *a)
+{
+    const uint32_t rows = a->n_rows;
+    const size_t used = a->row[rows];
+    uint32_t longest = 1;
+    for (uint32_t r = 0; r < rows; r++)
+        if (a->row[r + 1u] - a->row[r] > longest) longest = a->row[r + 1u] - a->row[r];
+    size_t cap = 16;
+    while (cap < 2u * (size_t)longest) cap *= 2;
+    uint32_t *rep = malloc(cap * 4u), *gen = calloc(cap, 4u);
+    a->cls = malloc((used ? used : 1u) * sizeof *a->cls);
+    a->n_cls = malloc((size_t)rows * sizeof *a->n_cls);
+    if (!rep || !gen || !a->cls || !a->n_cls) {
+        free(rep);
+        free(gen);
+        return ET_E_NOMEM;
+    }
+    for (uint32_t r = 0; r < rows; r++) {
+        uint32_t n = 0;
+        for (uint32_t i = a->row[r]; i < a->row[r + 1u]; i++) {
+            const uint32_t t = a->tok[i], *sh = a->shape + (size_t)4u * t;
+            uint64_t h = (uint64_t)a->nxt[i] * 0x9E3779B97F4A7C15ull;
+            for (int k = 0; k < 4; k++) h = (h ^ sh[k]) * 0xC2B2AE3D27D4EB4Full;
+            h = (h ^ a->dig[t] ^ (uint64_t)a->head[t] >> 24) * 0x9E3779B97F4A7C15ull;
+            for (size_t k = (size_t)(h >> 32) & (cap - 1u);; k = (k + 1u) & (cap - 1u)) {
+                if (gen[k] != r + 1u) {
+                    gen[k] = r + 1u;
+                    rep[k] = i;
+                    a->cls[i] = (uint16_t)(n < AUT_CLS ? n : AUT_CLS);
+                    n++;
+                    break;
+                }
+                if (same_class(a, rep[k], i)) {
+                    a->cls[i] = a->cls[rep[k]];
+                    break;
+                }
+            }
+        }
+        a->n_cls[r] = (uint16_t)(n < AUT_CLS ? n : AUT_CLS);
+    }
+    free(rep);
+    free(gen);
+    a->bytes += used * sizeof *a->cls + (size_t)rows * sizeof *a->n_cls;
+    return ET_OK;
+}
+
 int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *accept,
                        uint32_t n, unsigned flags, et_automaton **out)
 {
@@ -439,7 +508,7 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
             rc = ET_E_ARG;
             goto done;
         }
-        if ((rc = shapes(a, used))) goto done;
+        if ((rc = shapes(a, used)) || (rc = classes(a))) goto done;
         rc = ET_E_NOMEM;
         if (!(a->dtab = malloc((size_t)a->n_d * 256u))) goto done;
         for (uint32_t d = 0; d < a->n_d; d++)
@@ -1004,6 +1073,30 @@ scan:
     return entry_live(a, mm, x->l, i, AUT_LOOK, dt) >= 0;
 }
 
+/* A mask's decision for a class of entries (see classes()), from its first entry i (token t,
+ * dstep() v after the state's run, not 0): what pair_ok_c answers for every entry of the class
+ * with no pair test, or that it asks one. The look-ahead bit is set later (mask_class_look). */
+#define MC_PASS 1u  /* pair_ok_c: 1 for every entry of the class */
+#define MC_DENY 2u  /* 0 for every entry */
+#define MC_VALID 3u /* et_valid_pair(l, t) */
+#define MC_TOK 4u   /* pair_ok_c itself, entry by entry */
+#define MC_VALIDC 5u /* et_valid_pair(l, t), or else whether a cut may fall (not known yet) */
+#define MC_LOOK 8u  /* the look-ahead is proven for every entry whose pair passes */
+static unsigned mask_class(const et_automaton *a, struct memo *mm, const struct pctx *x,
+                           uint32_t i, unsigned v)
+{
+    const uint32_t t = a->tok[i];
+    const unsigned mode = v >> 4, look = a->accept[a->nxt[i]] ? MC_LOOK : 0u;
+    if (mode == DM_CUT) return MC_PASS | look;
+    if (mode == DM_JOIN) return MC_VALID | look;
+    if (x->l == ET_NONE) return MC_PASS | look;
+    if (!(a->head[t] & ~AUT_ENDS_APOS)) return MC_TOK | look;
+    const unsigned k = probe_ok(a, mm, x, t, AUT_CUT | AUT_INSIDE);
+    if (k & AUT_CUT) return MC_PASS | look;
+    if (!(k & AUT_CUT << 2)) return MC_VALIDC | look; /* inside: possible; a cut: not known */
+    return (k & AUT_INSIDE ? MC_VALID : MC_DENY) | look;
+}
+
 int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
 {
     struct cstate c;
@@ -1039,6 +1132,19 @@ int et_automaton_accepting(const et_automaton *a, int64_t state)
     size_t nt = et_tok(a->m, c.l, &q);
     const int want = et_valid_pair(a->m, c.l2, c.l) ? AUT_CUT | AUT_INSIDE : AUT_CUT;
     return !nt || !utf8_chars(q, nt, nt) || probe(a->m, AUT_ANY, c.l2, q, nt, 0, want);
+}
+
+/* Puts token t in a mask (bits, ids, as et_automaton_allowed's; *w ids so far): 0 when ids is
+ * full. */
+static inline int mask_put(uint32_t t, uint8_t *bits, uint32_t *ids, size_t cap, size_t *w)
+{
+    if (bits) bits[t >> 3] |= (uint8_t)(1u << (t & 7u));
+    if (ids) {
+        if (*w == cap) return 0;
+        ids[*w] = t;
+    }
+    ++*w;
+    return 1;
 }
 
 int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, size_t cap,
@@ -1083,22 +1189,69 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
                 after_l[b >> 6] |= (uint64_t)1 << (b & 63u);
     }
     size_t w = 0;
+    if (!canon) {
+        for (uint32_t i = a->row[c.row]; i < a->row[c.row + 1u]; i++) {
+            if (!mask_put(a->tok[i], bits, ids, cap, &w)) return ET_E_FULL;
+        }
+        *n = w;
+        return ET_OK;
+    }
+    uint8_t cst[AUT_CLS]; /* per class of the row (classes()): 0, or mask_class's | MC_LOOK */
+    memset(cst, 0, a->n_cls[c.row]);
     for (uint32_t i = a->row[c.row]; i < a->row[c.row + 1u]; i++) {
         const uint32_t t = a->tok[i];
-        if (canon) {
-            const unsigned v = drow ? drow[a->dig[t]] : 1u;
-            if (!v) continue;
-            const uint32_t o = m->tokoff[t];
-            const int apart = o < m->tokoff[t + 1u] &&
-                              !(after_l[m->blob[o] >> 6] >> (m->blob[o] & 63u) & 1u);
+        const uint32_t k = a->cls[i];
+        unsigned s = k < AUT_CLS ? cst[k] : 0u;
+        if (s == (MC_PASS | MC_LOOK)) goto take;
+        if (s == MC_DENY || s == (MC_DENY | MC_LOOK)) continue;
+        const unsigned v = drow ? drow[a->dig[t]] : 1u;
+        if (!v) {
+            if (k < AUT_CLS) cst[k] = MC_DENY;
+            continue;
+        }
+        const uint32_t o = m->tokoff[t];
+        const int apart = o < m->tokoff[t + 1u] &&
+                          !(after_l[m->blob[o] >> 6] >> (m->blob[o] & 63u) & 1u);
+        if (k >= AUT_CLS) {
             if (!entry_ok(a, &mm, &x, i, apart ? -2 : -1, v)) continue;
+            goto take;
         }
-        if (bits) bits[t >> 3] |= (uint8_t)(1u << (t & 7u));
-        if (ids) {
-            if (w == cap) return ET_E_FULL;
-            ids[w] = t;
+        if (!s) s = cst[k] = (uint8_t)mask_class(a, &mm, &x, i, v);
+        switch (s & 7u) {
+        case MC_DENY:
+            continue;
+        case MC_VALID:
+            if (!(apart ? pair_valid_apart(a, x.l, t, x.apart) : pair_valid(a, x.l, t, 0)))
+                continue;
+            break;
+        case MC_VALIDC:
+            if (apart ? pair_valid_apart(a, x.l, t, x.apart) : pair_valid(a, x.l, t, 0)) break;
+            /* a pair that is not valid: whether a cut may fall decides (the class's) */
+            if (probe_ok(a, &mm, &x, t, AUT_CUT) & AUT_CUT) {
+                cst[k] = (uint8_t)(MC_PASS | (s & MC_LOOK));
+                break;
+            }
+            cst[k] = (uint8_t)(MC_VALID | (s & MC_LOOK));
+            continue;
+        case MC_TOK: {
+            int valid = apart ? -2 : -1;
+            if (!pair_ok_c(a, &mm, &x, t, &valid, v)) continue;
+            break;
         }
-        w++;
+        default:
+            break;
+        }
+        if (s & MC_LOOK) goto take;
+        if (!entry_look(a, &mm, &x, i, (v & 15u) - 1u)) continue;
+        if (a->probes) {
+            const uint32_t r = a->nxt[i],
+                           wt = atomic_load_explicit(&a->wit[i], memory_order_relaxed),
+                           j = a->row[r] + (wt >> 1) - 1u;
+            if (wt && j < a->row[r + 1u] && look_by_cut(a, &x, t, j, (v & 15u) - 1u))
+                cst[k] |= MC_LOOK;
+        }
+    take:
+        if (!mask_put(t, bits, ids, cap, &w)) return ET_E_FULL;
     }
     *n = w;
     return ET_OK;
