@@ -222,3 +222,34 @@ def test_long_pieces_cached(name):  # type: ignore[no-untyped-def]
         assert enc.count(text, disallowed_special=()) == len(want)
     for p in parts[:75]:
         assert enc.encode_ordinary(p) == ref.encode_ordinary(p)
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_many_id_pieces_cached(name):  # type: ignore[no-untyped-def]
+    """Words of rare letters (CJK extension A, Cyrillic extended, Georgian, Ethiopic: a token
+    or more a byte) make pieces of 8-32 bytes with 4-7 ids (the long slots, two a set, the one
+    used last first) and with more (the hashed table, taken only where the ids spell the
+    piece), many more of them than the default tables hold, in an order that keeps evicting:
+    tiktoken's ids the first time and every time after."""
+    import random
+
+    import edgetok
+    import reference
+
+    enc, ref = edgetok.get_encoding(name), reference.tiktoken_encoding(name)
+    rnd = random.Random(8)
+    scripts = [(0x3400, 0x4DBF), (0x0500, 0x052F), (0x10A0, 0x10FF), (0x1200, 0x137F)]
+    words = []
+    for _ in range(6000):
+        lo, hi = rnd.choice(scripts)
+        words.append(" " * rnd.randrange(2) +
+                     "".join(chr(rnd.randrange(lo, hi + 1)) for _ in range(rnd.randrange(3, 12))))
+    order = [rnd.choice(words[:rnd.choice((50, 500, 6000))]) for _ in range(30000)]
+    text = "\n".join(order)
+    want = ref.encode_ordinary(text)
+    assert max(len(ref.encode_ordinary(w)) for w in words) > 7
+    for _ in range(3):
+        assert enc.encode_ordinary(text) == want
+        assert enc.count(text, disallowed_special=()) == len(want)
+    for w in words[:300]:
+        assert enc.encode_ordinary(w) == ref.encode_ordinary(w)
