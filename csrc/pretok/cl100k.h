@@ -293,8 +293,8 @@ ET_ALWAYS_INLINE static inline uint64_t et_cl100k_starts(const uint8_t *t,
  * keeps its registers (1-3% fewer instructions on ASCII text). */
 ET_NOINLINE static uint64_t et_cl100k_uni(const uint8_t *t, uint64_t high, struct et_uni64 *u)
 {
-    return et_uni_classes64(t, high, ET_U_N | ET_U_S, u, et_ucd_letter_range,
-                            ET_UCD_NLETTER_RANGE, et_ucd_letter_group, ET_UCD_NLETTER_GROUP);
+    return et_uni_classes64(t, high, ET_U_N | ET_U_S, 0, u, et_ucd_letter_set, ET_UCD_NLETTER_SET,
+                            et_ucd_letter_group, ET_UCD_NLETTER_GROUP);
 }
 
 static inline uint64_t et_cl100k_block(const uint8_t *t, unsigned maxdig)

@@ -319,8 +319,8 @@ ET_ALWAYS_INLINE static inline uint64_t et_o200k_starts(const uint8_t *t,
 /* et_uni_classes64 for et_o200k_block (not inlined there: see et_cl100k_uni). */
 ET_NOINLINE static uint64_t et_o200k_uni(const uint8_t *t, uint64_t high, struct et_uni64 *u)
 {
-    return et_uni_classes64(t, high, ET_U_N | ET_U_S | ET_U_M, u, et_ucd_case_range,
-                            ET_UCD_NCASE_RANGE, et_ucd_case_group, ET_UCD_NCASE_GROUP);
+    return et_uni_classes64(t, high, ET_U_N | ET_U_S | ET_U_M, 1, u, et_ucd_case_set,
+                            ET_UCD_NCASE_SET, et_ucd_case_group, ET_UCD_NCASE_GROUP);
 }
 
 static inline uint64_t et_o200k_block(const uint8_t *t)

@@ -93,6 +93,7 @@ def folds(chars: str) -> list[tuple[int, str]]:
 L, UP, LO = 0x01, 0x08, 0x10
 CASE_CLASSES = (L | UP, L | LO, L | UP | LO)
 CONT = (0x80, 0xBF)  # UTF-8 continuation bytes
+SET_RANGES = 4  # the most byte ranges a set of lead bytes holds (more: a group of its own)
 # The 2-byte lead bytes whose case groups o200k's blocks test (Latin-1 and Cyrillic, the commonest
 # in translated man pages; each costs the blocks a range test or more). Which characters the
 # groups hold, and their classes, come from the tables all the same.
@@ -168,12 +169,35 @@ def wrapped(items: list[str], indent: str = "    ") -> list[str]:
     return [line.rstrip() for line in lines]
 
 
+def merged_sets(ranges: list, grp: list) -> tuple[list, list]:
+    """The groups with the same second byte range, length and class merged into one group whose
+    lead bytes are a set of ranges (the blocks OR a set's range tests before taking their bit
+    mask: one mask a set). Returns the sets (tuples of ranges; [0]: CONT) and the groups
+    (lead set, second byte set, length, class)."""
+    leads: dict[tuple, list] = {}
+    for lead, cont, n, k in grp:
+        leads.setdefault((cont, n, k), []).append(ranges[lead])
+    sets: list[tuple] = [(CONT,)]
+    def index(st):
+        if st not in sets:
+            sets.append(st)
+        return sets.index(st)
+    out = []
+    for (cont, n, k), lead_ranges in leads.items():
+        for i in range(0, len(lead_ranges), SET_RANGES):
+            out.append((index(tuple(lead_ranges[i:i + SET_RANGES])), index((ranges[cont],)), n, k))
+    return sets, out
+
+
 def emit_groups(out: list, name: str, what: str, ranges: list, grp: list) -> None:
-    out.append(f"/* {what}: the byte ranges (first, last) the groups test, [0]")
-    out.append(" * the continuation bytes; the groups: lead, second byte range, length, bits */")
-    out.append(f"#define ET_UCD_N{name.upper()}_RANGE {len(ranges)}")
-    out.append(f"static const uint8_t et_ucd_{name}_range[][2] = {{")
-    out += wrapped([f"{{0x{a:X}, 0x{b:X}}}" for a, b in ranges])
+    sets, grp = merged_sets(ranges, grp)
+    out.append(f"/* {what}: the byte sets the groups test, each the bytes in one of its")
+    out.append(" * ranges (first, last), [0] the continuation bytes; the groups: lead byte set,")
+    out.append(" * second byte set, length, bits */")
+    out.append(f"#define ET_UCD_N{name.upper()}_SET {len(sets)}")
+    out.append(f"static const struct et_ucd_set et_ucd_{name}_set[] = {{")
+    out += wrapped(["{%d, {%s}}" % (len(st), ", ".join(f"{{0x{a:X}, 0x{b:X}}}" for a, b in st))
+                    for st in sets])
     out.append("};")
     out.append(f"#define ET_UCD_N{name.upper()}_GROUP {len(grp)}")
     out.append(f"static const struct et_ucd_group et_ucd_{name}_group[] = {{")
@@ -217,10 +241,12 @@ def build() -> str:
     out += [
         "/* Groups of UTF-8 characters of 2 or 3 bytes whose code points all have one class,",
         " * for the block pretokenizers' SIMD range tests (et_uni_classes64): every character",
-        " * whose lead byte is in range `lead` and second byte in range `cont` (any third byte)",
+        " * whose lead byte is in set `lead` and second byte in set `cont` (any third byte)",
         " * is valid and has the class bits `bits` (of those the family tells apart). */",
     ]
     out.append("struct et_ucd_group { uint8_t lead, cont, len, bits; };")
+    out.append(f"#define ET_UCD_SET_RANGES {SET_RANGES} /* the most ranges a set holds */")
+    out.append("struct et_ucd_set { uint8_t n, range[ET_UCD_SET_RANGES][2]; };")
     emit_groups(out, "letter", "\\p{L} (cl100k)", *groups(cls, lambda b: b & L, (L,), 64))
     emit_groups(out, "case", "o200k's letter classes (L, UP, LO)",
                 *groups(cls, lambda b: b & (L | UP | LO) if b & L else 0, CASE_CLASSES, 16,

@@ -16,9 +16,11 @@
 #if defined(__GNUC__) || defined(__clang__)
 #define ET_ALWAYS_INLINE __attribute__((always_inline))
 #define ET_NOINLINE __attribute__((noinline))
+#define ET_UNROLL _Pragma("GCC unroll 16") /* loops over the constant tables of a family */
 #else
 #define ET_ALWAYS_INLINE
 #define ET_NOINLINE
+#define ET_UNROLL
 #endif
 
 #define ET_U_L  0x01u /* \p{L} */
@@ -217,16 +219,21 @@ ET_ALWAYS_INLINE static inline void et_ascii_classes64(const uint8_t *t, struct 
     }
 }
 
-/* For each range j < n, r[j]: the bits of the bytes of t[0..64) in ranges[j] (first..last). */
-ET_ALWAYS_INLINE static inline void et_ranges64(const uint8_t *t, const uint8_t (*ranges)[2],
-                                                unsigned n, uint64_t *r)
+/* For each set j < n, r[j]: the bits of the bytes of t[0..64) in one of the ranges of sets[j]
+ * (first..last), their tests ORed before taking one mask a set. */
+ET_ALWAYS_INLINE static inline void et_sets64(const uint8_t *t, const struct et_ucd_set *sets,
+                                              unsigned n, uint64_t *r)
 {
-    for (unsigned j = 0; j < n; j++) r[j] = 0;
-    for (unsigned k = 0; k < 4; k++) {
+    ET_UNROLL for (unsigned j = 0; j < n; j++) r[j] = 0;
+    ET_UNROLL for (unsigned k = 0; k < 4; k++) {
         __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(t + 16 * k));
-        for (unsigned j = 0; j < n; j++)
-            r[j] |= et_mask16(ET_IN_RANGE16(x, ranges[j][0], ranges[j][1] - ranges[j][0] + 1))
-                    << 16 * k;
+        ET_UNROLL for (unsigned j = 0; j < n; j++) {
+            __m128i in = _mm_setzero_si128();
+            ET_UNROLL for (unsigned q = 0; q < sets[j].n; q++)
+                in = _mm_or_si128(in, ET_IN_RANGE16(x, sets[j].range[q][0],
+                                                    sets[j].range[q][1] - sets[j].range[q][0] + 1));
+            r[j] |= et_mask16(in) << 16 * k;
+        }
     }
 }
 #elif ET_SIMD16
@@ -269,15 +276,19 @@ ET_ALWAYS_INLINE static inline void et_ascii_classes64(const uint8_t *t, struct 
     c->high = et_mask64(hi);
 }
 
-ET_ALWAYS_INLINE static inline void et_ranges64(const uint8_t *t, const uint8_t (*ranges)[2],
-                                                unsigned n, uint64_t *r)
+ET_ALWAYS_INLINE static inline void et_sets64(const uint8_t *t, const struct et_ucd_set *sets,
+                                              unsigned n, uint64_t *r)
 {
     uint8x16_t x[4], m[4];
     for (unsigned k = 0; k < 4; k++) x[k] = vld1q_u8(t + 16 * k);
-    for (unsigned j = 0; j < n; j++) {
-        for (unsigned k = 0; k < 4; k++)
-            m[k] = vcltq_u8(vsubq_u8(x[k], vdupq_n_u8(ranges[j][0])),
-                            vdupq_n_u8((uint8_t)(ranges[j][1] - ranges[j][0] + 1)));
+    ET_UNROLL for (unsigned j = 0; j < n; j++) {
+        ET_UNROLL for (unsigned k = 0; k < 4; k++) {
+            m[k] = vdupq_n_u8(0);
+            ET_UNROLL for (unsigned q = 0; q < sets[j].n; q++)
+                m[k] = vorrq_u8(m[k], vcltq_u8(vsubq_u8(x[k], vdupq_n_u8(sets[j].range[q][0])),
+                                               vdupq_n_u8((uint8_t)(sets[j].range[q][1] -
+                                                                    sets[j].range[q][0] + 1))));
+        }
         r[j] = et_mask64(m);
     }
 }
@@ -300,13 +311,15 @@ static inline void et_ascii_classes64(const uint8_t *t, struct et_ascii64 *c)
     }
 }
 
-static inline void et_ranges64(const uint8_t *t, const uint8_t (*ranges)[2], unsigned n,
-                               uint64_t *r)
+static inline void et_sets64(const uint8_t *t, const struct et_ucd_set *sets, unsigned n,
+                             uint64_t *r)
 {
     for (unsigned j = 0; j < n; j++) {
         r[j] = 0;
         for (unsigned k = 0; k < 64; k++)
-            if (t[k] >= ranges[j][0] && t[k] <= ranges[j][1]) r[j] |= (uint64_t)1 << k;
+            for (unsigned q = 0; q < sets[j].n; q++)
+                if (t[k] >= sets[j].range[q][0] && t[k] <= sets[j].range[q][1])
+                    r[j] |= (uint64_t)1 << k;
     }
 }
 #endif
@@ -320,38 +333,43 @@ static inline void et_ranges64(const uint8_t *t, const uint8_t (*ranges)[2], uns
 struct et_uni64 {
     uint64_t letter, upper, lower, other, cont;
 };
-#define ET_UNI_MAX_RANGES 16 /* the most ranges a family's groups test */
+#define ET_UNI_MAX_SETS 16 /* the most sets a family's groups test */
 #ifndef ET_UNI_GROUPS_FROM
 #define ET_UNI_GROUPS_FROM 8
 #endif
 
 /* The classes of the characters of t[0..64) from high (et_ascii64's: the bytes >= 0x80), each
- * decoded and looked up once, ORed into *u (zeroed by the caller). Returns the bits below the
- * first character that the block cannot class: one with a class bit in stop (as \p{N} and \s,
- * whose pieces the blocks leave to the scalar pretokenizers), or one that may run past t[63]
- * (its length, or whether it is valid, depends on bytes the block does not see); all ones where
- * there is none. Bits from there on are not set. */
+ * decoded and looked up once, ORed into *u (zeroed by the caller; upper and lower only where
+ * cased). Returns the bits below the first character that the block cannot class: one with a
+ * class bit in stop (as \p{N} and \s, whose pieces the blocks leave to the scalar
+ * pretokenizers), or one that may run past t[63] (its length, or whether it is valid, depends
+ * on bytes the block does not see); all ones where there is none. Bits from there on are not
+ * set. The masks are kept in locals, stored once: t is bytes, which may alias *u, so stores to
+ * *u in the loop would make every load of t wait for them. */
 ET_ALWAYS_INLINE static inline uint64_t et_uni_classes64(const uint8_t *t, uint64_t high,
-                                                         unsigned stop, struct et_uni64 *u,
-                                                         const uint8_t (*ranges)[2],
-                                                         unsigned nranges,
+                                                         unsigned stop, int cased,
+                                                         struct et_uni64 *u,
+                                                         const struct et_ucd_set *sets,
+                                                         unsigned nsets,
                                                          const struct et_ucd_group *groups,
                                                          unsigned ngroups)
 {
-    uint64_t r[ET_UNI_MAX_RANGES], m = high;
-    if (nranges > ET_UNI_MAX_RANGES) nranges = ngroups = 0;
+    uint64_t r[ET_UNI_MAX_SETS], m = high, ret = ~(uint64_t)0;
+    uint64_t letter = 0, upper = 0, lower = 0, other = 0, cont = 0;
+    if (nsets > ET_UNI_MAX_SETS) nsets = ngroups = 0;
     uint64_t few = high;
     for (unsigned j = 1; j < ET_UNI_GROUPS_FROM; j++) few &= few - 1;
     if (!few) ngroups = 0; /* fewer than ET_UNI_GROUPS_FROM bytes: the loop below is cheaper */
-    if (ngroups) et_ranges64(t, ranges, nranges, r);
-    for (unsigned g = 0; g < ngroups; g++) { /* the groups' characters: r[0] continuation bytes */
+    if (ngroups) et_sets64(t, sets, nsets, r);
+    ET_UNROLL for (unsigned g = 0; g < ngroups; g++) { /* the groups' characters: r[0] continuation bytes */
         const struct et_ucd_group gr = groups[g];
         uint64_t lead = r[gr.lead] & (r[gr.cont] >> 1), bytes = lead | lead << 1;
         if (gr.len == 3) lead &= r[0] >> 2, bytes = lead | lead << 1 | lead << 2;
-        u->letter |= bytes;
-        if ((gr.bits & (ET_U_L | ET_U_LO)) == ET_U_L) u->upper |= bytes;
-        if ((gr.bits & (ET_U_L | ET_U_UP | ET_U_LO)) == (ET_U_L | ET_U_LO)) u->lower |= bytes;
-        u->cont |= bytes & ~lead;
+        letter |= bytes;
+        if (cased && (gr.bits & (ET_U_L | ET_U_LO)) == ET_U_L) upper |= bytes;
+        if (cased && (gr.bits & (ET_U_L | ET_U_UP | ET_U_LO)) == (ET_U_L | ET_U_LO))
+            lower |= bytes;
+        cont |= bytes & ~lead;
         m &= ~bytes;
     }
     for (; m;) {
@@ -371,21 +389,31 @@ ET_ALWAYS_INLINE static inline uint64_t et_uni_classes64(const uint8_t *t, uint6
             }
         } else {
             cp = et_utf8_decode(t, 64, k, &n);
-            if (cp == 0xFFFFFFFFu) return ((uint64_t)1 << k) - 1; /* may go on past t[63] */
+            if (cp == 0xFFFFFFFFu) { /* may go on past t[63] */
+                ret = ((uint64_t)1 << k) - 1;
+                break;
+            }
         }
         const unsigned c = et_ucd_bits(cp); /* 0 for an invalid byte: other */
-        if (c & stop) return ((uint64_t)1 << k) - 1;
+        if (c & stop) {
+            ret = ((uint64_t)1 << k) - 1;
+            break;
+        }
         const uint64_t bytes = (((uint64_t)2 << (n - 1)) - 1) << k, /* (k + n <= 64) */
-                       letter = 0 - (uint64_t)!!(c & ET_U_L);
-        u->letter |= bytes & letter;
-        u->upper |= bytes & (0 - (uint64_t)((c & (ET_U_L | ET_U_LO)) == ET_U_L));
-        u->lower |= bytes & (0 - (uint64_t)((c & (ET_U_L | ET_U_UP | ET_U_LO)) ==
-                                            (ET_U_L | ET_U_LO)));
-        u->other |= bytes & ~letter;
-        u->cont |= bytes & (bytes << 1);
+                       is_letter = 0 - (uint64_t)!!(c & ET_U_L);
+        letter |= bytes & is_letter;
+        other |= bytes & ~is_letter;
+        if (cased) {
+            upper |= bytes & (0 - (uint64_t)((c & (ET_U_L | ET_U_LO)) == ET_U_L));
+            lower |= bytes & (0 - (uint64_t)((c & (ET_U_L | ET_U_UP | ET_U_LO)) ==
+                                             (ET_U_L | ET_U_LO)));
+        }
+        cont |= bytes & (bytes << 1);
         m &= ~bytes;
     }
-    return ~(uint64_t)0;
+    u->letter |= letter, u->other |= other, u->cont |= cont;
+    if (cased) u->upper |= upper, u->lower |= lower;
+    return ret;
 }
 
 static inline int et_ascii_letter(uint8_t c) { return (uint8_t)((c | 0x20u) - 'a') < 26u; }

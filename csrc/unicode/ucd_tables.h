@@ -1685,30 +1685,34 @@ static const uint8_t et_ucd_stage2[140][256] = {
 static const struct { uint32_t cp; char ascii; } et_ucd_fold[] = {{0x17F, 's'}};
 /* Groups of UTF-8 characters of 2 or 3 bytes whose code points all have one class,
  * for the block pretokenizers' SIMD range tests (et_uni_classes64): every character
- * whose lead byte is in range `lead` and second byte in range `cont` (any third byte)
+ * whose lead byte is in set `lead` and second byte in set `cont` (any third byte)
  * is valid and has the class bits `bits` (of those the family tells apart). */
 struct et_ucd_group { uint8_t lead, cont, len, bits; };
-/* \p{L} (cl100k): the byte ranges (first, last) the groups test, [0]
- * the continuation bytes; the groups: lead, second byte range, length, bits */
-#define ET_UCD_NLETTER_RANGE 7
-static const uint8_t et_ucd_letter_range[][2] = {
-    {0x80, 0xBF}, {0xC4, 0xCA}, {0xD0, 0xD1}, {0xD3, 0xD3}, {0xDA, 0xDA}, {0xE5, 0xE9},
-    {0xEB, 0xEC},
+#define ET_UCD_SET_RANGES 4 /* the most ranges a set holds */
+struct et_ucd_set { uint8_t n, range[ET_UCD_SET_RANGES][2]; };
+/* \p{L} (cl100k): the byte sets the groups test, each the bytes in one of its
+ * ranges (first, last), [0] the continuation bytes; the groups: lead byte set,
+ * second byte set, length, bits */
+#define ET_UCD_NLETTER_SET 3
+static const struct et_ucd_set et_ucd_letter_set[] = {
+    {1, {{0x80, 0xBF}}}, {4, {{0xC4, 0xCA}, {0xD0, 0xD1}, {0xD3, 0xD3}, {0xDA, 0xDA}}},
+    {2, {{0xE5, 0xE9}, {0xEB, 0xEC}}},
 };
-#define ET_UCD_NLETTER_GROUP 6
+#define ET_UCD_NLETTER_GROUP 2
 static const struct et_ucd_group et_ucd_letter_group[] = {
-    {1, 0, 2, 1}, {2, 0, 2, 1}, {3, 0, 2, 1}, {4, 0, 2, 1}, {5, 0, 3, 1}, {6, 0, 3, 1},
+    {1, 0, 2, 1}, {2, 0, 3, 1},
 };
-/* o200k's letter classes (L, UP, LO): the byte ranges (first, last) the groups test, [0]
- * the continuation bytes; the groups: lead, second byte range, length, bits */
-#define ET_UCD_NCASE_RANGE 11
-static const uint8_t et_ucd_case_range[][2] = {
-    {0x80, 0xBF}, {0xC3, 0xC3}, {0x80, 0x96}, {0x9F, 0xB6}, {0xD0, 0xD0}, {0x80, 0xAF},
-    {0xB0, 0xBF}, {0xD1, 0xD1}, {0x80, 0x9F}, {0xE5, 0xE9}, {0xEB, 0xEC},
+/* o200k's letter classes (L, UP, LO): the byte sets the groups test, each the bytes in one of its
+ * ranges (first, last), [0] the continuation bytes; the groups: lead byte set,
+ * second byte set, length, bits */
+#define ET_UCD_NCASE_SET 10
+static const struct et_ucd_set et_ucd_case_set[] = {
+    {1, {{0x80, 0xBF}}}, {1, {{0xC3, 0xC3}}}, {1, {{0x80, 0x96}}}, {1, {{0x9F, 0xB6}}},
+    {1, {{0xD0, 0xD0}}}, {1, {{0x80, 0xAF}}}, {1, {{0xB0, 0xBF}}}, {1, {{0xD1, 0xD1}}},
+    {1, {{0x80, 0x9F}}}, {2, {{0xE5, 0xE9}, {0xEB, 0xEC}}},
 };
-#define ET_UCD_NCASE_GROUP 7
+#define ET_UCD_NCASE_GROUP 6
 static const struct et_ucd_group et_ucd_case_group[] = {
     {1, 2, 2, 9}, {1, 3, 2, 17}, {4, 5, 2, 9}, {4, 6, 2, 17}, {7, 8, 2, 17}, {9, 0, 3, 25},
-    {10, 0, 3, 25},
 };
 #endif
