@@ -345,7 +345,8 @@ static int shapes(et_automaton *a, size_t used)
 static int same_class(const et_automaton *a, uint32_t i, uint32_t j)
 {
     const uint32_t t = a->tok[i], u = a->tok[j];
-    return a->nxt[i] == a->nxt[j] && !memcmp(a->shape + (size_t)4u * t, a->shape + (size_t)4u * u, 16u) &&
+    return a->nxt[i] == a->nxt[j] &&
+           !memcmp(a->shape + (size_t)4u * t, a->shape + (size_t)4u * u, 16u) &&
            a->dig[t] == a->dig[u] &&
            !(a->head[t] & ~AUT_ENDS_APOS) == !(a->head[u] & ~AUT_ENDS_APOS) &&
            (a->head[t] & AUT_ENDS_APOS) == (a->head[u] & AUT_ENDS_APOS);
@@ -1165,7 +1166,8 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     const uint32_t n_row = a->row[c.row + 1u] - a->row[c.row];
     if (canon && a->probes && n_row >= 64u) { /* a slot for every 8 tokens (small rows: none) */
         mm.look = looks;
-        for (mm.look_bits = 3; mm.look_bits < AUT_LOOK_BITS && n_row >> mm.look_bits > 8u;) mm.look_bits++;
+        for (mm.look_bits = 3; mm.look_bits < AUT_LOOK_BITS && n_row >> mm.look_bits > 8u;)
+            mm.look_bits++;
     }
     /* long rows: the first bytes after which l's bytes may go on in a token (l t can be a
      * token only if t begins with one) */

@@ -582,63 +582,54 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
         if (!(p = drop_gap_bytes(ws, p, &plen, rc))) return 0;
         if (plen == 0) return 0; /* nothing left: no tokens, no error */
     }
+    const uint32_t *got; /* the piece's k ids */
+    size_t k;
+    struct huge_slot *hs = NULL;
     uint32_t node = et_trie_walk(m, 0, p, plen);
     if (node != ET_NONE && et_value(m, node) != ET_NONE) {
         *one = et_value(m, node);
-        *ids = one;
-        if (set) {
-            ws->evictions += set[1].info != 0;
-            set[1] = set[0];
-            set->key[0] = key[0];
-            set->key[1] = key[1];
-            set->ids[0] = *one;
-            set->info = (uint32_t)plen | 1u << 8;
-        } else if (lset) {
-            ws->evictions += lset[1].info != 0;
-            lset[1] = lset[0];
-            memcpy(lset[0].key, key, sizeof key);
-            lset[0].ids[0] = *one;
-            lset[0].info = (uint32_t)plen | 1u << 8;
+        got = one;
+        k = 1;
+    } else {
+        if (plen > ws->cap) {
+            ws->need = plen;
+            *rc = ET_E_WORKSPACE;
+            return 0;
         }
-        return 1;
-    }
-    if (plen > ws->cap) {
-        ws->need = plen;
-        *rc = ET_E_WORKSPACE;
-        return 0;
-    }
-    /* the ids go after the merge arrays (44 bytes per piece byte, see heap_merge) */
-    uint32_t *tmp = (uint32_t *)((uint8_t *)ws->mem + 44u * (ws->cap + 1));
-    size_t k;
-    /* a piece of 8 to HUGE_KEY bytes that no slot above holds (more ids, more bytes) */
-    struct huge_slot *hs = NULL;
-    if (plen >= 8 && plen <= HUGE_KEY && !gaps && (k = huge_find(ws, p, plen, tmp, &hs))) {
+        /* the ids go after the merge arrays (44 bytes per piece byte, see heap_merge) */
+        uint32_t *tmp = (uint32_t *)((uint8_t *)ws->mem + 44u * (ws->cap + 1));
         *ids = tmp;
-        return k;
+        /* a piece of 8 to HUGE_KEY bytes that no slot above holds (more ids, more bytes) */
+        if (plen >= 8 && plen <= HUGE_KEY && !gaps && (k = huge_find(ws, p, plen, tmp, &hs)))
+            return k;
+        if (plen <= SMALL_PIECE || (plen <= SMALL_PIECE_HEAP && !(m->flags & ET_FLAG_BACKTRACK)))
+            k = small_merge(m, p, (uint32_t)plen, ws->mem, tmp, 1);
+        else if (m->flags & ET_FLAG_BACKTRACK)
+            k = bt_merge(ws, m, p, (uint32_t)plen, ws->mem, tmp);
+        else
+            k = heap_merge(m, p, (uint32_t)plen, ws->mem, tmp);
+        if (!k) {
+            *rc = ET_E_FORMAT;
+            return 0;
+        }
+        got = tmp;
     }
-    if (plen <= SMALL_PIECE || (plen <= SMALL_PIECE_HEAP && !(m->flags & ET_FLAG_BACKTRACK)))
-        k = small_merge(m, p, (uint32_t)plen, ws->mem, tmp, 1);
-    else if (m->flags & ET_FLAG_BACKTRACK)
-        k = bt_merge(ws, m, p, (uint32_t)plen, ws->mem, tmp);
-    else
-        k = heap_merge(m, p, (uint32_t)plen, ws->mem, tmp);
-    if (!k) *rc = ET_E_FORMAT;
-    *ids = tmp;
-    if (set && k && k <= PIECE_IDS) {
+    *ids = got;
+    if (set && k <= PIECE_IDS) { /* into the set's first slot, its first to the second */
         ws->evictions += set[1].info != 0;
         set[1] = set[0];
         set->key[0] = key[0];
         set->key[1] = key[1];
-        memcpy(set->ids, tmp, k * sizeof *tmp);
+        memcpy(set->ids, got, k * sizeof *got);
         set->info = (uint32_t)plen | (uint32_t)k << 8;
-    } else if (lset && k && k <= LONG_IDS) {
+    } else if (lset && k <= LONG_IDS) {
         ws->evictions += lset[1].info != 0;
         lset[1] = lset[0];
         memcpy(lset[0].key, key, sizeof key);
-        memcpy(lset[0].ids, tmp, k * sizeof *tmp);
+        memcpy(lset[0].ids, got, k * sizeof *got);
         lset[0].info = (uint32_t)plen | (uint32_t)k << 8;
-    } else if (hs && k && k <= HUGE_IDS) {
-        huge_put(ws, hs, p, plen, tmp, k);
+    } else if (hs && k <= HUGE_IDS) {
+        huge_put(ws, hs, p, plen, got, k);
     }
     return k;
 }

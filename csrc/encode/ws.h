@@ -45,10 +45,10 @@ struct piece_slot {
 };
 /* Pieces of 8 to HUGE_KEY bytes that the tables above cannot hold (lines of dashes or stars,
  * long runs of spaces; words of non-Latin scripts of more than LONG_IDS ids, which were merged
- * again at every occurrence before: 20% of the instructions of a second pass over man pages in
- * 20 languages), with up to HUGE_IDS ids: a third table, keyed by a hash of their bytes. A slot's ids are the BPE of the piece they were made
- * for, and spell it; so a slot is taken only where its ids spell the piece's bytes exactly:
- * a hash collision can cost a merge, never an id. One slot per 64 short ones. */
+ * again at every occurrence before), with up to HUGE_IDS ids: a third table, keyed by a hash of
+ * their bytes. A slot's ids are the BPE of the piece they were made for, and spell it; so a
+ * slot is taken only where its ids spell the piece's bytes exactly: a hash collision can cost
+ * a merge, never an id. One slot per 64 short ones. */
 #define HUGE_KEY 256u
 #define HUGE_IDS 28u
 struct huge_slot {

@@ -66,6 +66,10 @@ int main(int argc, char **argv) {
     const size_t slots = slots_env ? strtoull(slots_env, NULL, 10) : 0;
     const size_t piece = strcmp(cmd, "range") == 0 || strcmp(cmd, "lines") == 0 ? len : 0;
     size_t wsize = slots ? et_ws_size_slots(piece, slots) : et_ws_size(piece);
+    if (wsize == SIZE_MAX) {
+        fprintf(stderr, "etok: ETOK_SLOTS must be a power of two from 16384 to 1048576\n");
+        return 2;
+    }
     uint32_t *ids = malloc(cap * sizeof *ids);
     size_t *ends = malloc(cap * sizeof *ends);
     void *mem = malloc(wsize);

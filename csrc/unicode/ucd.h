@@ -334,9 +334,7 @@ struct et_uni64 {
     uint64_t letter, upper, lower, other, cont;
 };
 #define ET_UNI_MAX_SETS 16 /* the most sets a family's groups test */
-#ifndef ET_UNI_GROUPS_FROM
-#define ET_UNI_GROUPS_FROM 8
-#endif
+#define ET_UNI_GROUPS_FROM 8 /* non-ASCII bytes a block needs for the groups (by measurement) */
 
 /* The classes of the characters of t[0..64) from high (et_ascii64's: the bytes >= 0x80), each
  * decoded and looked up once, ORed into *u (zeroed by the caller; upper and lower only where
@@ -361,7 +359,8 @@ ET_ALWAYS_INLINE static inline uint64_t et_uni_classes64(const uint8_t *t, uint6
     for (unsigned j = 1; j < ET_UNI_GROUPS_FROM; j++) few &= few - 1;
     if (!few) ngroups = 0; /* fewer than ET_UNI_GROUPS_FROM bytes: the loop below is cheaper */
     if (ngroups) et_sets64(t, sets, nsets, r);
-    ET_UNROLL for (unsigned g = 0; g < ngroups; g++) { /* the groups' characters: r[0] continuation bytes */
+    /* the groups' characters (r[0]: the continuation bytes) */
+    ET_UNROLL for (unsigned g = 0; g < ngroups; g++) {
         const struct et_ucd_group gr = groups[g];
         uint64_t lead = r[gr.lead] & (r[gr.cont] >> 1), bytes = lead | lead << 1;
         if (gr.len == 3) lead &= r[0] >> 2, bytes = lead | lead << 1 | lead << 2;
@@ -374,25 +373,11 @@ ET_ALWAYS_INLINE static inline uint64_t et_uni_classes64(const uint8_t *t, uint6
     }
     for (; m;) {
         const unsigned k = et_ctz64(m);
-        const uint32_t b = t[k];
-        uint32_t cp = 0xFFFFFFFFu; /* an invalid byte, one character */
-        size_t n = 1;
-        if (k < 61) { /* the character, at most 4 bytes, lies in the block */
-            const uint32_t c1 = t[k + 1] ^ 0x80u, c2 = t[k + 2] ^ 0x80u; /* < 0x40: continuation */
-            if (b - 0xC2u < 0x1Eu) {
-                if (c1 < 0x40u) cp = ((b & 0x1Fu) << 6) | c1, n = 2;
-            } else if (b - 0xE0u < 0x10u) {
-                const uint32_t x = ((b & 0x0Fu) << 12) | (c1 << 6) | c2; /* not surrogates */
-                if ((c1 | c2) < 0x40u && x >= 0x800u && x - 0xD800u >= 0x800u) cp = x, n = 3;
-            } else if (b >= 0xF0u) {
-                cp = et_utf8_decode(t, 64, k, &n);
-            }
-        } else {
-            cp = et_utf8_decode(t, 64, k, &n);
-            if (cp == 0xFFFFFFFFu) { /* may go on past t[63] */
-                ret = ((uint64_t)1 << k) - 1;
-                break;
-            }
+        size_t n;
+        const uint32_t cp = et_utf8_decode(t, 64, k, &n); /* invalid: a byte, one character */
+        if (cp == 0xFFFFFFFFu && k >= 61) { /* may go on past t[63] */
+            ret = ((uint64_t)1 << k) - 1;
+            break;
         }
         const unsigned c = et_ucd_bits(cp); /* 0 for an invalid byte: other */
         if (c & stop) {
