@@ -54,12 +54,12 @@ class _Scratch(_thread._local):
 
 
 _DEFAULT_PIECE = 4096
-# The piece cache: PIECE_CACHE slots (800 KB) by default. After a call on a long text (at least
+# The piece cache: PIECE_CACHE slots (832 KB) by default. After a call on a long text (at least
 # _GROW_TEXT characters or bytes) that put a piece out of the cache for more than 1/_GROW_EVICT
 # of its length (text with more distinct pieces than slots: 466 KB of English prose evicts
 # ~1,200 times a pass from 16,384 slots, a few MB of man pages in 20 languages ~37,000), the
-# thread's workspace gets more slots: len/8, a power of two, at most _MAX_SLOTS (50 bytes a
-# slot: 13 MB), about 6 bytes per character of that text at most. Bounded, and only for those
+# thread's workspace gets more slots: len/8, a power of two, at most _MAX_SLOTS (52 bytes a
+# slot: 13.6 MB), about 6 bytes per character of that text at most. Bounded, and only for those
 # texts. A miss costs ~20 hits (a merge in the model's cold memory): at 1/1024, the English
 # prose's count runs 634 -> 759 MB/s (csrc harness, 16,384 -> 32,768 slots).
 _DEFAULT_SLOTS = 16384

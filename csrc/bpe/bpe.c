@@ -473,25 +473,48 @@ static int ids_spell(const et_model *m, const uint32_t *ids, size_t k, const uin
     return at == n;
 }
 
-/* The huge slot of a piece p[0..n) (8 <= n <= HUGE_KEY) that the short and long slots cannot
- * hold: its ids, copied to ids, and their count where the slot's ids spell the piece, else 0.
- * *slot is the slot, for huge_put. Out of line: the short pieces' path keeps its registers. */
+/* Moves slot w of a set of `type` slots to the set's front, those before it one place back
+ * (the piece used last first). */
+#define SET_FRONT(type, set, w)                                                                \
+    do {                                                                                       \
+        const type used_ = (set)[w];                                                           \
+        for (unsigned b_ = (w); b_ > 0; b_--) (set)[b_] = (set)[b_ - 1];                       \
+        (set)[0] = used_;                                                                      \
+    } while (0)
+
+/* Makes room at the front of a set of `type` slots for a new piece: the slots one place back,
+ * the last one's piece gone. */
+#define SET_PUSH(ws, type, set, ways)                                                          \
+    do {                                                                                       \
+        (ws)->evictions += (set)[(ways) - 1].info != 0;                                        \
+        for (unsigned b_ = (ways) - 1; b_ > 0; b_--) (set)[b_] = (set)[b_ - 1];                \
+    } while (0)
+
+/* The huge slots of a piece p[0..n) (8 <= n <= HUGE_KEY) that the short and long slots cannot
+ * hold: its ids, copied to ids, and their count where a slot of its set holds ids that spell
+ * the piece (that slot made the set's first), else 0. *set is the set, for huge_put. Out of
+ * line: the short pieces' path keeps its registers. */
 ET_NOINLINE static size_t huge_find(et_ws *ws, const uint8_t *p, size_t n, uint32_t *ids,
-                                    struct huge_slot **slot)
+                                    struct huge_slot **set)
 {
     const uint64_t h = bytes_hash(p, n);
-    struct huge_slot *s = *slot = &ws->huge[(h >> 40) & ws->huge_mask];
-    const size_t k = s->info >> 16;
-    if (s->hash != h || (s->info & 0xFFFFu) != n || !ids_spell(ws->m, s->ids, k, p, n)) return 0;
-    memcpy(ids, s->ids, k * sizeof *ids);
-    return k;
+    struct huge_slot *s = *set = &ws->huge[(h >> 40) & ws->huge_mask];
+    for (unsigned w = 0; w < LONG_WAYS; w++) {
+        const size_t k = s[w].info >> 16;
+        if (s[w].hash != h || (s[w].info & 0xFFFFu) != n || !ids_spell(ws->m, s[w].ids, k, p, n))
+            continue;
+        if (w) SET_FRONT(struct huge_slot, s, w);
+        memcpy(ids, s->ids, k * sizeof *ids);
+        return k;
+    }
+    return 0;
 }
 
-/* Puts the k <= HUGE_IDS ids of p[0..n) in its huge slot s (from huge_find). */
+/* Puts the k <= HUGE_IDS ids of p[0..n) first in its huge set s (from huge_find). */
 static void huge_put(et_ws *ws, struct huge_slot *s, const uint8_t *p, size_t n,
                      const uint32_t *ids, size_t k)
 {
-    ws->evictions += s->info != 0;
+    SET_PUSH(ws, struct huge_slot, s, LONG_WAYS);
     s->hash = bytes_hash(p, n);
     memcpy(s->ids, ids, k * sizeof *ids);
     s->info = (uint32_t)n | (uint32_t)k << 16;
@@ -523,6 +546,31 @@ ET_ALWAYS_INLINE static inline struct piece_slot *short_find(struct piece_slot *
     set[1] = set[0];
     set[0] = used;
     return set;
+}
+
+/* The set of LONG_WAYS long slots of the piece whose key is key[0..4) and length plen
+ * (<= LONG_KEY): the piece used last first. */
+ET_ALWAYS_INLINE static inline struct long_slot *long_set(const et_ws *ws, const uint64_t *key,
+                                                          size_t plen)
+{
+    uint64_t h = ((key[0] * 0x9E3779B97F4A7C15ull) ^ (key[1] + plen) * 0xC2B2AE3D27D4EB4Full) +
+                 ((key[2] * 0x165667B19E3779F9ull) ^ key[3] * 0x27D4EB2F165667C5ull);
+    return &ws->longs[(h >> 40) & ws->long_mask];
+}
+
+/* The slot of the first `ways` of set holding the piece (key, plen), made the set's first; NULL
+ * if none. */
+ET_ALWAYS_INLINE static inline struct long_slot *long_find(struct long_slot *set,
+                                                           const uint64_t *key, size_t plen,
+                                                           unsigned ways)
+{
+    for (unsigned w = 0; w < ways; w++)
+        if (set[w].key[0] == key[0] && set[w].key[1] == key[1] && set[w].key[2] == key[2] &&
+            set[w].key[3] == key[3] && (set[w].info & 0xFFu) == plen) {
+            if (w) SET_FRONT(struct long_slot, set, w);
+            return set;
+        }
+    return NULL;
 }
 
 /* The ids of one piece p[0..plen) (avail >= plen bytes readable at p; gaps: the model's
@@ -562,21 +610,12 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
             piece_key(p, plen, avail, key, 4);
         }
         /* pieces of more than PIECE_IDS ids, and longer pieces: the second table */
-        uint64_t h = ((key[0] * 0x9E3779B97F4A7C15ull) ^ (key[1] + plen) * 0xC2B2AE3D27D4EB4Full) +
-                     ((key[2] * 0x165667B19E3779F9ull) ^ key[3] * 0x27D4EB2F165667C5ull);
-        lset = &ws->longs[(h >> 40) & ws->long_mask];
-        for (int w = 0; w < 2; w++)
-            if (lset[w].key[0] == key[0] && lset[w].key[1] == key[1] &&
-                lset[w].key[2] == key[2] && lset[w].key[3] == key[3] &&
-                (lset[w].info & 0xFFu) == plen) {
-                if (w) { /* the piece used last first */
-                    const struct long_slot used = lset[1];
-                    lset[1] = lset[0];
-                    lset[0] = used;
-                }
-                *ids = lset[0].ids;
-                return lset[0].info >> 8;
-            }
+        lset = long_set(ws, key, plen);
+        const struct long_slot *hit = long_find(lset, key, plen, LONG_WAYS);
+        if (hit) {
+            *ids = hit->ids;
+            return hit->info >> 8;
+        }
     }
     if (gaps) {
         if (!(p = drop_gap_bytes(ws, p, &plen, rc))) return 0;
@@ -615,16 +654,14 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
         got = tmp;
     }
     *ids = got;
-    if (set && k <= PIECE_IDS) { /* into the set's first slot, its first to the second */
-        ws->evictions += set[1].info != 0;
-        set[1] = set[0];
+    if (set && k <= PIECE_IDS) { /* into the set's first slot */
+        SET_PUSH(ws, struct piece_slot, set, 2);
         set->key[0] = key[0];
         set->key[1] = key[1];
         memcpy(set->ids, got, k * sizeof *got);
         set->info = (uint32_t)plen | (uint32_t)k << 8;
     } else if (lset && k <= LONG_IDS) {
-        ws->evictions += lset[1].info != 0;
-        lset[1] = lset[0];
+        SET_PUSH(ws, struct long_slot, lset, LONG_WAYS);
         memcpy(lset[0].key, key, sizeof key);
         memcpy(lset[0].ids, got, k * sizeof *got);
         lset[0].info = (uint32_t)plen | (uint32_t)k << 8;
@@ -721,6 +758,72 @@ ET_ALWAYS_INLINE static inline int bpe_loop(et_ws *ws, unsigned pretok, unsigned
     return rc;
 }
 
+/* Where short_hits stopped: the first piece it left starts at i; n ids so far. */
+struct hits {
+    size_t i, n;
+};
+
+/* A block's pieces from i (the block's starts in `starts`, from base; the text going on 80+
+ * bytes from base, so that a key is whole loads: a piece of more than 16 bytes starts before
+ * base + 47) while each is a hit in
+ * the short or long slots and its ids fit in out (NULL: counting): their ids to out + n.
+ * Returns where the first piece it leaves starts (a miss, a piece of more than LONG_KEY bytes,
+ * no room: whole_loop's general path takes it), and n with their ids added; the block's starts
+ * up to there are done. */
+ET_ALWAYS_INLINE static inline struct hits short_hits(et_ws *ws, const uint8_t *t, size_t base,
+                                                      uint64_t starts, size_t i, uint32_t *out,
+                                                      size_t cap, size_t n)
+{
+    struct piece_slot *const slots = ws->pieces;
+    const size_t mask = ws->piece_mask;
+    while (starts) {
+        const size_t e = base + et_ctz64(starts), plen = e - i;
+        const uint32_t *ids;
+        uint32_t info;
+        if (plen <= PIECE_KEY) {
+            const uint64_t k0 = key_word(t + i, plen, 0), k1 = key_word(t + i, plen, 1);
+            const struct piece_slot *set = short_find(short_set(slots, mask, k0, k1, plen), k0,
+                                                      k1, plen);
+            if (!set) break;
+            ids = set->ids;
+            info = set->info;
+        } else { /* a longer piece (words of non-Latin scripts): the long slots */
+            if (plen > LONG_KEY) break;
+            const uint64_t key[4] = {key_word(t + i, plen, 0), key_word(t + i, plen, 1),
+                                     key_word(t + i, plen, 2), key_word(t + i, plen, 3)};
+            const struct long_slot *set = long_find(long_set(ws, key, plen), key, plen, 2);
+            if (!set) break;
+            ids = set->ids;
+            info = set->info;
+        }
+        const size_t k = info >> 8;
+        if (out) {
+            if (k > cap - n) break;
+            put_ids(out + n, ids, k);
+        }
+        n += k;
+        i = e;
+        starts &= starts - 1;
+    }
+    return (struct hits){i, n};
+}
+
+/* short_hits in functions of their own, for counting and for ids: in whole_loop, whose miss
+ * path keeps many values live, the hit path's values went to the stack (i, n, the slots and
+ * their mask loaded and stored at every piece); here they stay in registers. */
+ET_NOINLINE static struct hits short_hits_count(et_ws *ws, const uint8_t *t, size_t base,
+                                                uint64_t starts, size_t i, size_t n)
+{
+    return short_hits(ws, t, base, starts, i, NULL, 0, n);
+}
+
+ET_NOINLINE static struct hits short_hits_ids(et_ws *ws, const uint8_t *t, size_t base,
+                                              uint64_t starts, size_t i, uint32_t *out,
+                                              size_t cap, size_t n)
+{
+    return short_hits(ws, t, base, starts, i, out, cap, n);
+}
+
 /* bpe_loop on whole text (ET_FINAL, no token ends, no limit) for a model without gaps. The
  * cl100k and o200k families' pieces come from block_starts where it finds them: every piece
  * that starts in 64 bytes of ASCII text from one bit mask (measured 1.7x the whole count on
@@ -732,40 +835,27 @@ ET_ALWAYS_INLINE static inline int whole_loop(et_ws *ws, unsigned pretok, const 
     if (pretok != ET_PRETOK_CL100K && pretok != ET_PRETOK_LLAMA3 && pretok != ET_PRETOK_O200K)
         return bpe_loop(ws, pretok, 0, t, len, ET_FINAL, out, NULL, cap, SIZE_MAX, n_out,
                         consumed);
-    const et_model *m = ws->m;
     size_t i = 0, n = 0, from = 0;
     int rc = ET_OK;
     uint32_t one;
-    struct piece_slot *const slots = ws->pieces;
-    const size_t mask = ws->piece_mask;
     while (i < len) {
-        uint64_t starts = block_starts(m, pretok, t, len, i, &from);
+        uint64_t starts = block_starts(ws->m, pretok, t, len, i, &from);
         const size_t base = i;
         /* a block's pieces end before base + 64: with 16 more bytes, every short one's key is
-         * two whole loads, and a hit in the short slots costs no call */
+         * two whole loads (short_hits) */
         const int roomy = starts && len - base >= 64 + PIECE_KEY;
         do { /* the pieces up to the block's last start, or one piece */
-            const size_t e = starts ? base + et_ctz64(starts) : piece_end(m, pretok, t, len, i);
+            if (roomy) {
+                const struct hits h = out ? short_hits_ids(ws, t, base, starts, i, out, cap, n)
+                                          : short_hits_count(ws, t, base, starts, i, n);
+                i = h.i;
+                n = h.n;
+                starts &= ~(uint64_t)1 << (i - base); /* those up to i are done */
+                if (!starts) break;
+            }
+            const size_t e = starts ? base + et_ctz64(starts) : piece_end(ws->m, pretok, t, len, i);
             starts &= starts - 1;
             const uint32_t *ids;
-            if (roomy && e - i <= PIECE_KEY) {
-                const uint64_t k0 = key_word(t + i, e - i, 0), k1 = key_word(t + i, e - i, 1);
-                const struct piece_slot *set = short_find(short_set(slots, mask, k0, k1, e - i),
-                                                          k0, k1, e - i);
-                if (set) {
-                    const size_t k = set->info >> 8;
-                    if (out) {
-                        if (k > cap - n) {
-                            rc = ET_E_FULL;
-                            goto done;
-                        }
-                        put_ids(out + n, set->ids, k);
-                    }
-                    n += k;
-                    i = e;
-                    continue;
-                }
-            }
             size_t k = piece_ids(ws, t + i, e - i, len - i, 0, &one, &ids, &rc);
             if (!k && rc) goto done;
             if (out) {

@@ -39,13 +39,13 @@ et_ws *et_ws_init_slots(const et_model *m, void *mem, size_t size, size_t slots)
     ws->pieces = (struct piece_slot *)((at + 63u) & ~(uintptr_t)63u);
     ws->longs = (struct long_slot *)(ws->pieces + slots);
     ws->piece_mask = slots - 1;
-    ws->long_mask = slots / LONG_PER - 2;
+    ws->long_mask = slots / LONG_PER - LONG_WAYS;
     ws->huge = (struct huge_slot *)(ws->longs + slots / LONG_PER);
-    ws->huge_mask = slots / 64 - 1;
+    ws->huge_mask = slots / HUGE_PER - LONG_WAYS;
     ws->evictions = 0;
     memset(ws->pieces, 0, slots * sizeof *ws->pieces);
     memset(ws->longs, 0, slots / LONG_PER * sizeof *ws->longs);
-    memset(ws->huge, 0, slots / 64 * sizeof *ws->huge);
+    memset(ws->huge, 0, slots / HUGE_PER * sizeof *ws->huge);
     memset(ws->pairs, 0, sizeof ws->pairs);
     return ws;
 }
