@@ -6,8 +6,9 @@ chosen from. A miss costs a trie walk, and for a piece that is no single token a
 
     python bench/cache.py
 
-Tables: (slots, longest piece in bytes, most ids, ways, a hit moves the piece first). Python's
-hash stands in for the C one (any good hash gives the same rates)."""
+Tables: (slots, longest piece in bytes, most ids, ways, a hit moves the piece first[, shortest
+piece]); a piece goes in the first that can hold it. Python's hash stands in for the C one (any
+good hash gives the same rates; the huge table's is a hash of the bytes in C too)."""
 from __future__ import annotations
 
 import sys
@@ -25,13 +26,17 @@ GEOMETRIES = {
     "before: 8192 x (16 B, 3 ids)": [(8192, 16, 3, 1, False)],
     "16384 short 1-way, 2048 long": [(16384, 16, 3, 1, False), (2048, 32, 7, 2, False)],
     "16384 short 2-way, 2048 long": [(16384, 16, 3, 2, True), (2048, 32, 7, 2, True)],
-    "now: 16384 short 2-way, 4096 long": [(16384, 16, 3, 2, True), (4096, 32, 7, 2, True)],
-    "grown: 32768 short, 8192 long": [(32768, 16, 3, 2, True), (8192, 32, 7, 2, True)],
+    "16384 short 2-way, 4096 long 2-way, 256 huge": [
+        (16384, 16, 3, 2, True), (4096, 32, 7, 2, True), (256, 256, 28, 1, False, 8)],
+    "now: 16384 short, 4096 long 4-way, 512 huge": [
+        (16384, 16, 3, 2, True), (4096, 32, 7, 4, True), (512, 256, 28, 4, True, 8)],
+    "grown: 32768 short, 8192 long, 1024 huge": [
+        (32768, 16, 3, 2, True), (8192, 32, 7, 4, True), (1024, 256, 28, 4, True, 8)],
 }
 
 
 def simulate(pieces: list[bytes], nids: dict[bytes, int],
-             tables: list[tuple[int, int, int, int, bool]]) -> list[tuple[float, float]]:
+             tables: list[tuple]) -> list[tuple[float, float]]:
     """[(hit rate, share of bytes merged)] for the first and the second pass."""
     sets: list[dict[int, list[bytes | None]]] = [{} for _ in tables]
     total = sum(map(len, pieces))
@@ -40,8 +45,8 @@ def simulate(pieces: list[bytes], nids: dict[bytes, int],
         hits = merged = 0
         for p in pieces:
             n, k = len(p), nids[p]
-            for (slots, key, most, ways, lru), table in zip(tables, sets):
-                if n <= key and k <= most:
+            for (slots, key, most, ways, lru, *shortest), table in zip(tables, sets):
+                if n <= key and k <= most and n >= (shortest or [1])[0]:
                     s = table.setdefault(hash(p) % (slots // ways), [None] * ways)
                     if p in s:
                         hits += 1
