@@ -460,14 +460,21 @@ static uint64_t bytes_hash(const uint8_t *p, size_t n)
     return h ^ (h >> 32);
 }
 
-/* Whether the tokens ids[0..k) spell p[0..n) exactly. */
-static int ids_spell(const et_model *m, const uint32_t *ids, size_t k, const uint8_t *p, size_t n)
+/* Whether the tokens ids[0..k) spell p[0..n) exactly (avail >= n bytes readable at p). A token
+ * of up to 8 bytes with 8 readable on both sides is one masked compare of two words. */
+static int ids_spell(const et_model *m, const uint32_t *ids, size_t k, const uint8_t *p, size_t n,
+                     size_t avail)
 {
     size_t at = 0;
     for (size_t x = 0; x < k; x++) {
         const uint8_t *q;
         uint32_t l = et_tok(m, ids[x], &q);
-        if (!l || l > n - at || memcmp(p + at, q, l) != 0) return 0;
+        if (!l || l > n - at) return 0;
+        if (l <= 8 && avail - at >= 8 && m->blob_size - (size_t)(q - m->blob) >= 8) {
+            if (key_word(p + at, l, 0) != key_word(q, l, 0)) return 0;
+        } else if (memcmp(p + at, q, l) != 0) {
+            return 0;
+        }
         at += l;
     }
     return at == n;
@@ -490,18 +497,18 @@ static int ids_spell(const et_model *m, const uint32_t *ids, size_t k, const uin
         for (unsigned b_ = (ways) - 1; b_ > 0; b_--) (set)[b_] = (set)[b_ - 1];                \
     } while (0)
 
-/* The huge slots of a piece p[0..n) (8 <= n <= HUGE_KEY) that the short and long slots cannot
- * hold: its ids, copied to ids, and their count where a slot of its set holds ids that spell
- * the piece (that slot made the set's first), else 0. *set is the set, for huge_put. Out of
- * line: the short pieces' path keeps its registers. */
-ET_NOINLINE static size_t huge_find(et_ws *ws, const uint8_t *p, size_t n, uint32_t *ids,
-                                    struct huge_slot **set)
+/* The huge slots of a piece p[0..n) (8 <= n <= HUGE_KEY, avail >= n bytes readable at p)
+ * that the short and long slots cannot hold: its ids, copied to ids, and their count where a
+ * slot of its set holds ids that spell the piece (that slot made the set's first), else 0.
+ * *set is the set, for huge_put. Out of line: the short pieces' path keeps its registers. */
+ET_NOINLINE static size_t huge_find(et_ws *ws, const uint8_t *p, size_t n, size_t avail,
+                                    uint32_t *ids, struct huge_slot **set)
 {
     const uint64_t h = bytes_hash(p, n);
     struct huge_slot *s = *set = &ws->huge[(h >> 40) & ws->huge_mask];
     for (unsigned w = 0; w < LONG_WAYS; w++) {
         const size_t k = s[w].info >> 16;
-        if (s[w].hash != h || (s[w].info & 0xFFFFu) != n || !ids_spell(ws->m, s[w].ids, k, p, n))
+        if (s[w].hash != h || (s[w].info & 0xFFFFu) != n || !ids_spell(ws->m, s[w].ids, k, p, n, avail))
             continue;
         if (w) SET_FRONT(struct huge_slot, s, w);
         memcpy(ids, s->ids, k * sizeof *ids);
@@ -639,7 +646,7 @@ ET_ALWAYS_INLINE static inline size_t piece_ids(et_ws *ws, const uint8_t *p, siz
         uint32_t *tmp = (uint32_t *)((uint8_t *)ws->mem + 44u * (ws->cap + 1));
         *ids = tmp;
         /* a piece of 8 to HUGE_KEY bytes that no slot above holds (more ids, more bytes) */
-        if (plen >= 8 && plen <= HUGE_KEY && !gaps && (k = huge_find(ws, p, plen, tmp, &hs)))
+        if (plen >= 8 && plen <= HUGE_KEY && !gaps && (k = huge_find(ws, p, plen, avail, tmp, &hs)))
             return k;
         if (plen <= SMALL_PIECE || (plen <= SMALL_PIECE_HEAP && !(m->flags & ET_FLAG_BACKTRACK)))
             k = small_merge(m, p, (uint32_t)plen, ws->mem, tmp, 1);

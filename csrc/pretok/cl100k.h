@@ -199,6 +199,7 @@ ET_ALWAYS_INLINE static inline size_t et_cl100k_next(const uint8_t *t, size_t le
 /* The digits that start a piece: a run's first, and every d-th after it (1 <= d <= 32). */
 static inline uint64_t et_block_digits(uint64_t digit, unsigned d)
 {
+    if (!digit) return 0;
     uint64_t group = digit, starts = digit & ~(digit << 1);
     for (unsigned k = 1; k < d; k++) group &= digit << k; /* the digit ends a run of d */
     for (uint64_t g = starts; (g = (g << d) & group) != 0;) starts |= g;
