@@ -61,7 +61,9 @@ _DEFAULT_PIECE = 4096
 # thread's workspace gets more slots: len/8, a power of two, at most _MAX_SLOTS (52 bytes a
 # slot: 13.6 MB), about 6 bytes per character of that text at most. Bounded, and only for those
 # texts. A miss costs ~20 hits (a merge in the model's cold memory): at 1/1024, the English
-# prose's count runs 634 -> 759 MB/s (csrc harness, 16,384 -> 32,768 slots).
+# prose's count runs 634 -> 759 MB/s (csrc harness, 16,384 -> 32,768 slots). A batch (each
+# document a call of its own) grows the same way, for all of its text, once a chunk's last
+# document evicted 4 pieces or more, and more than 1/_GROW_EVICT of its length (Model.batch).
 _DEFAULT_SLOTS = 16384
 _MAX_SLOTS = 1 << 18
 _GROW_TEXT = 1 << 16
@@ -274,8 +276,13 @@ class Model:
         s = self._scratch
         if s.ws == ffi.NULL or lib.et_ws_evictions(s.ws) * _GROW_EVICT < n:
             return
+        self._grow(n)
+
+    def _grow(self, n: int) -> None:
+        """More piece-cache slots for text of about n characters or bytes: n/8, a power of two,
+        at most _MAX_SLOTS."""
         slots = min(_MAX_SLOTS, 1 << ((n // 8).bit_length() - 1))
-        if slots > s.ws_slots:
+        if slots > self._scratch.ws_slots:
             self._ws(0, slots)
 
     def _out(self, n: int) -> object:
@@ -321,6 +328,8 @@ class Model:
                 ids = to_list(s.out_addr, n)
                 if end > _KEEP_OUT:
                     s.out, s.out_cap = None, 0
+                if final and end >= _GROW_TEXT:  # (a thread's first call comes this way)
+                    self._after_long(end)
                 return ids, pos
             if rc != lib.ET_E_WORKSPACE:
                 check(rc, "encode")
@@ -386,9 +395,9 @@ class Model:
     def batch(self, mode: int, docs: list, start: int, end: int, heads: tuple,  # type: ignore[type-arg]
               fallback: object) -> tuple[list, list[int]]:  # type: ignore[type-arg]
         """docs[start:end] (str) through _ids.batch in as few C calls as possible (one, unless
-        a piece needs a larger workspace or the ids may not fit the thread's id buffer): mode 0 lists of ids, 1 counts, 2 parts of a flat
-        result (a list of (ids, ends) bytes); and the indices of the documents holding one of
-        heads, left for the caller (see _ids.batch)."""
+        a piece needs a larger workspace or the ids may not fit the thread's id buffer): mode 0
+        lists of ids, 1 counts, 2 parts of a flat result (a list of (ids, ends) bytes); and the
+        indices of the documents holding one of heads, left for the caller (see _ids.batch)."""
         from ._ids import batch
 
         fn = _ENCODE_ADDR if mode != 1 else _COUNT_ADDR
@@ -397,6 +406,7 @@ class Model:
         s = self._scratch
         if mode != 1 and s.out_cap < _BATCH_OUT:
             self._out(_BATCH_OUT)
+        first, grow = start, True  # (once a call)
         while start < end:
             ws = int(ffi.cast("uintptr_t", self._ws()))
             rc, start, res, fl, need = batch(mode, fn, ws, s.out_addr, s.out_cap, docs, start,
@@ -413,6 +423,16 @@ class Model:
                 self._ws(lib.et_ws_need(self._scratch.ws))
             elif rc != lib.ET_OK:
                 check(rc, "encode")
+            ev = lib.et_ws_evictions(s.ws) if grow and start > first else 0
+            if ev >= 4 and ev * _GROW_EVICT > len(docs[start - 1]):
+                # the cache thrashed on the last document (et_ws_evictions counts one call): it
+                # is too small for this batch, whose documents (this thread's and the others')
+                # share their pieces: sized for all of them, as for one long text (4 KB
+                # documents of man pages in 20 languages, count_batch: 96 -> 200 MB/s)
+                grow = False
+                total = sum(map(len, docs))
+                if total >= _GROW_TEXT:
+                    self._grow(total)
         if s.out_cap > _KEEP_OUT:
             s.out, s.out_cap = None, 0
         return out, flagged
@@ -438,6 +458,8 @@ class Model:
             total += res[0]
             pos += res[1]
             if rc == lib.ET_OK:
+                if final and len(data) >= _GROW_TEXT:  # (a thread's first call comes this way)
+                    self._after_long(len(data))
                 return total, pos
             if rc != lib.ET_E_WORKSPACE:
                 check(rc, "count")

@@ -197,6 +197,57 @@ def test_piece_cache_grows_for_long_varied_text(enc, ref):  # type: ignore[no-un
     assert len(seen) == 1
 
 
+def test_piece_cache_grows_on_a_first_call_and_for_batches(enc, ref):  # type: ignore[no-untyped-def]
+    """A thread's first call (which has no workspace yet, so takes the general path) grows the
+    cache as later ones do; and a batch of short documents that thrashes the cache gives the
+    thread's workspace slots for the whole batch (one document's call is short, so the text's
+    own rule never fires there). Ids and counts stay tiktoken's."""
+    import random
+    import threading
+
+    from edgetok import _ffi
+
+    rnd = random.Random(19)
+    words = [" " + "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randrange(4, 9)))
+             for _ in range(40000)]
+    text = "".join(words)
+    docs = [text[i:i + 4000] for i in range(0, len(text), 4000)]
+    want = [len(ref.encode_ordinary(d)) for d in docs]
+    whole = ref.encode_ordinary(text)
+    seen: list[object] = []
+
+    def first_call(how: str) -> None:  # a thread of its own: no workspace yet
+        m = enc.model
+        s = m._scratch
+        assert s.ws_slots == 0
+        data = text.encode()
+        if how == "count":
+            assert m.count(data) == (len(whole), len(data))
+        else:
+            assert m.encode(data)[0] == whole
+        assert _ffi._DEFAULT_SLOTS < s.ws_slots <= min(_ffi._MAX_SLOTS, len(text) // 8)
+        seen.append(how)
+
+    def batches() -> None:
+        m = enc.model
+        s = m._scratch
+        assert enc.count_batch(docs[:3], num_threads=1) == want[:3]  # short: the default
+        assert s.ws_slots == _ffi._DEFAULT_SLOTS
+        assert enc.count_batch(docs, num_threads=1) == want
+        grown = s.ws_slots
+        assert _ffi._DEFAULT_SLOTS < grown <= min(_ffi._MAX_SLOTS, len(text) // 8)
+        got = enc.encode_ordinary_batch(docs, num_threads=1)
+        assert [len(g) for g in got] == want and got[7] == ref.encode_ordinary(docs[7])
+        assert s.ws_slots == grown
+        seen.append("batch")
+
+    for target, args in ((first_call, ("count",)), (first_call, ("encode",)), (batches, ())):
+        t = threading.Thread(target=target, args=args)
+        t.start()
+        t.join()
+    assert seen == ["count", "encode", "batch"]
+
+
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "r50k_base"])
 def test_long_pieces_cached(name):  # type: ignore[no-untyped-def]
     """Pieces of 33-256 bytes (their own cache, keyed by a hash and taken only where the ids
