@@ -47,6 +47,17 @@ def test_encode_parallel_real_text(enc, ref, corpora, small_shards):  # type: ig
         assert enc.count_parallel(text, num_threads=3) == len(ref.encode_ordinary(text))
     text = "<|endoftext|> a\nb " * 2000
     assert enc.encode_parallel(text, allowed_special="all") == ref.encode(text, allowed_special="all")
+    # one special token in a long text (the parallel paths look for their heads in its bytes)
+    text = "a <b " * 3000 + "<|endoftext|>" + " c<|" * 3000
+    for fn in (enc.encode_parallel, enc.count_parallel):
+        with pytest.raises(ValueError):
+            fn(text)
+    for kw in ({"disallowed_special": ()}, {"allowed_special": "all"},
+               {"allowed_special": {"<|endoftext|>"}}):
+        want = ref.encode(text, **kw)
+        assert enc.encode_parallel(text, **kw) == want, kw
+        assert enc.count_parallel(text, **kw) == len(want), kw
+    assert enc.count_parallel("a <|b " * 3000) == len(ref.encode("a <|b " * 3000))
 
 
 @given(texts)
