@@ -508,7 +508,8 @@ ET_NOINLINE static size_t huge_find(et_ws *ws, const uint8_t *p, size_t n, size_
     struct huge_slot *s = *set = &ws->huge[(h >> 40) & ws->huge_mask];
     for (unsigned w = 0; w < LONG_WAYS; w++) {
         const size_t k = s[w].info >> 16;
-        if (s[w].hash != h || (s[w].info & 0xFFFFu) != n || !ids_spell(ws->m, s[w].ids, k, p, n, avail))
+        if (s[w].hash != h || (s[w].info & 0xFFFFu) != n ||
+            !ids_spell(ws->m, s[w].ids, k, p, n, avail))
             continue;
         if (w) SET_FRONT(struct huge_slot, s, w);
         memcpy(ids, s->ids, k * sizeof *ids);
@@ -772,11 +773,11 @@ struct hits {
 
 /* A block's pieces from i (the block's starts in `starts`, from base; the text going on 80+
  * bytes from base, so that a key is whole loads: a piece of more than 16 bytes starts before
- * base + 47) while each is a hit in
- * the short or long slots and its ids fit in out (NULL: counting): their ids to out + n.
- * Returns where the first piece it leaves starts (a miss, a piece of more than LONG_KEY bytes,
- * no room: whole_loop's general path takes it), and n with their ids added; the block's starts
- * up to there are done. */
+ * base + 47) while each is a hit in the short slots or in the long slots' first two (one line
+ * each) and its ids fit in out (NULL: counting): their ids to out + n. Returns where the first
+ * piece it leaves starts (a miss there, a piece of more than LONG_KEY bytes, no room:
+ * whole_loop's general path takes it), and n with their ids added; the block's starts up to
+ * there are done. */
 ET_ALWAYS_INLINE static inline struct hits short_hits(et_ws *ws, const uint8_t *t, size_t base,
                                                       uint64_t starts, size_t i, uint32_t *out,
                                                       size_t cap, size_t n)
