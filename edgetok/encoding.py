@@ -436,67 +436,58 @@ class Encoding:
             n += len(before) + len(after)
         return n
 
-    def _plain(self, text: str, allowed_special: "Literal['all'] | AbstractSet[str]",
-               disallowed_special: "Literal['all'] | Collection[str]") -> bytes | None:
-        """text's bytes where it is all ordinary text for these arguments, as count()'s one C
-        call decides (no special token allowed; none of their heads in it where they raise or
-        where added tokens split): the parallel paths shard it whole. Else None (segments)."""
-        if (allowed_special or self._heads_b is None
-                or not (disallowed_special == "all" or not disallowed_special)):
-            return None
-        from ._ids import holds_any  # (in C: str.find took 4-6 ms on 3.7 MB of prose and code)
+    def _parts(self, text: str, allowed_special: "Literal['all'] | AbstractSet[str]",
+               disallowed_special: "Literal['all'] | Collection[str]", threads: int | None
+               ) -> Iterator[bytes | int]:
+        """_segments, the ordinary ones as the model's bytes. On more than one thread, text
+        that is all ordinary text for these arguments, as count()'s one C call decides (no
+        special token allowed; none of their heads in it where they raise or where added tokens
+        split), is one segment: the heads looked for in its bytes, in C (str.find took 4-6 ms
+        on 3.7 MB of prose and code, more than the shards' own work)."""
+        if (threads != 1 and not allowed_special and self._heads_b is not None
+                and (disallowed_special == "all" or not disallowed_special)):
+            from ._ids import holds_any
 
-        data = self._bytes(text)
-        if (disallowed_special == "all" or self._added) and holds_any(data, self._heads_b):
-            return None
-        return data
+            data = self._bytes(text)
+            if not ((disallowed_special == "all" or self._added)
+                    and holds_any(data, self._heads_b)):
+                yield data
+                return
+        for seg in self._segments(text, allowed_special, disallowed_special):
+            yield seg if isinstance(seg, int) else self._bytes(seg)
 
     def _encode(self, text: str, allowed_special: "Literal['all'] | AbstractSet[str]",
                 disallowed_special: "Literal['all'] | Collection[str]", threads: int | None
                 ) -> list[int]:
         """encode() on `threads` threads (None: all cores)."""
         ids: list[int] = []
-        data = self._plain(text, allowed_special, disallowed_special) if threads != 1 else None
-        if data is not None:
-            from .parallel import sharded
-
-            for part in sharded(lambda d: self._model.encode(d)[0], self._model.shard_cuts, data,
-                                threads):
-                ids += part
-            return ids
-        for seg in self._segments(text, allowed_special, disallowed_special):
+        for seg in self._parts(text, allowed_special, disallowed_special, threads):
             if isinstance(seg, int):
                 ids.append(seg)
             elif seg and threads == 1:
-                ids += self._model.encode(self._bytes(seg))[0]
+                ids += self._model.encode(seg)[0]
             elif seg:
                 from .parallel import sharded
 
                 for part in sharded(lambda d: self._model.encode(d)[0], self._model.shard_cuts,
-                                    self._bytes(seg), threads):
+                                    seg, threads):
                     ids += part
         return ids
 
     def _count(self, text: str, allowed_special: "Literal['all'] | AbstractSet[str]",
                disallowed_special: "Literal['all'] | Collection[str]", threads: int | None) -> int:
         """count() on `threads` threads (None: all cores)."""
-        data = self._plain(text, allowed_special, disallowed_special) if threads != 1 else None
-        if data is not None:
-            from .parallel import sharded
-
-            return sum(sharded(lambda d: self._model.count(d)[0], self._model.shard_cuts, data,
-                               threads))
         total = 0
-        for seg in self._segments(text, allowed_special, disallowed_special):
+        for seg in self._parts(text, allowed_special, disallowed_special, threads):
             if isinstance(seg, int):
                 total += 1
             elif seg and threads == 1:
-                total += self._model.count(self._bytes(seg))[0]
+                total += self._model.count(seg)[0]
             elif seg:
                 from .parallel import sharded
 
                 total += sum(sharded(lambda d: self._model.count(d)[0], self._model.shard_cuts,
-                                     self._bytes(seg), threads))
+                                     seg, threads))
         return total
 
     def count_till_limit(self, text: str, limit: int) -> int | None:
