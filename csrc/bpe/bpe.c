@@ -550,9 +550,7 @@ ET_ALWAYS_INLINE static inline struct piece_slot *short_find(struct piece_slot *
 {
     if (short_is(set, k0, k1, plen)) return set;
     if (!short_is(set + 1, k0, k1, plen)) return NULL;
-    const struct piece_slot used = set[1];
-    set[1] = set[0];
-    set[0] = used;
+    SET_FRONT(struct piece_slot, set, 1);
     return set;
 }
 
