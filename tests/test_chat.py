@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import edgetok
 from edgetok.gguf import read_metadata
+from quick import some_slow
 from test_hf import tokenizer_json, vocab  # noqa: F401 - vocab is a fixture
 
 
@@ -201,7 +202,7 @@ CHATS = [
 ]
 
 
-@pytest.fixture(scope="module", params=TEMPLATED)
+@pytest.fixture(scope="module", params=some_slow(TEMPLATED, ["qwen2"]))
 def templated(request, vocab):  # type: ignore[no-untyped-def]
     """(edgetok over the GGUF, transformers over a tokenizer.json of the same vocabulary with
     the GGUF's chat template)."""

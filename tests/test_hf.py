@@ -21,6 +21,7 @@ import edgetok
 from edgetok._ffi import ModelError
 from edgetok.gguf import read_metadata
 from edgetok.hf import HF_GPT2_PATTERN
+from quick import some_slow
 from strategies import texts
 
 LLAMA_CPP = ("llama-cpp-python", "0.3.36")
@@ -36,6 +37,8 @@ DIGITS_SPLIT = {"starcoder", "refact", "command-r"}
 # vocabularies without a token for some bytes: those bytes are dropped, as tokenizers does
 DROPS_BYTES = {"mpt", "starcoder", "refact", "falcon", "deepseek-coder", "deepseek-llm"}
 XLMR = "nomic-bert-moe"  # XLM-RoBERTa's 250k Unigram vocabulary
+# the quick suite's families (each pretokenizer, digits split, bytes dropped): every one with -m slow
+QUICK = ["gpt-2", "llama-bpe", "qwen35", "starcoder", "llama-spm"]
 
 
 @pytest.fixture(scope="session")
@@ -53,12 +56,24 @@ def vocab() -> dict[str, str]:
     return {f[len("models/ggml-vocab-"):].replace(".gguf", ""): str(p) for f, p in got.items()}
 
 
+class _Loaded(dict):  # type: ignore[type-arg]
+    """The GGUF encodings by name, each loaded when first asked for."""
+
+    def __init__(self, vocab: dict[str, str]) -> None:
+        super().__init__()
+        self.vocab = vocab
+
+    def __missing__(self, name: str) -> edgetok.Encoding:
+        self[name] = enc = edgetok.load(self.vocab[name])
+        return enc
+
+
 @pytest.fixture(scope="session")
 def gguf_enc(vocab):  # type: ignore[no-untyped-def]
-    return {n: edgetok.load(vocab[n]) for n in NAMES}
+    return _Loaded(vocab)
 
 
-@pytest.mark.parametrize("name", NAMES + SPM_NAMES)
+@pytest.mark.parametrize("name", some_slow(NAMES + SPM_NAMES, QUICK))
 def test_reference_strings(vocab, gguf_enc, name):  # type: ignore[no-untyped-def]
     if name in SPM_NAMES:
         enc = edgetok.load(vocab[name])
@@ -122,7 +137,7 @@ def pair(vocab, tmp_path_factory, name: str, splits=None):  # type: ignore[no-un
     return edgetok.load(f), Tokenizer.from_str(spec)
 
 
-@pytest.fixture(scope="module", params=NAMES)
+@pytest.fixture(scope="module", params=some_slow(NAMES, QUICK))
 def hf(request, vocab, tmp_path_factory):  # type: ignore[no-untyped-def]
     return pair(vocab, tmp_path_factory, request.param)
 
@@ -353,6 +368,7 @@ def test_no_dummy_prefix_generated(vocab, spm_pairs, text):  # type: ignore[no-u
 _NO_DUMMY: list = []  # type: ignore[type-arg]
 
 
+@pytest.mark.slow
 def test_fairseq_ids(vocab, spm_pairs, corpora, tmp_path):  # type: ignore[no-untyped-def]
     """XLM-R's sentencepiece.bpe.model numbers its pieces <unk> <s> </s> ...; Hugging Face's
     XLM-R gives fairseq's ids (the GGUF's order). That .model, rebuilt in sentencepiece's order

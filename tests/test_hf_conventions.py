@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import edgetok
 from edgetok._ffi import ModelError
 from edgetok.gguf import read_metadata
+from quick import some_slow
 from strategies import texts
 from test_hf import tokenizer_json, vocab  # noqa: F401 - vocab is a fixture
 
@@ -65,6 +66,9 @@ POSTS = {
         byte_level(True, False), template(["$A", "<|endoftext|>"], {"<|endoftext|>": 0})]}),
 }
 
+# the quick suite's: template, Roberta and ByteLevel post-processors, and NFC alignment
+QUICK_POSTS = ["template-both", "roberta", "byte-level-trim", "nfc-trim-template"]
+
 
 def spec_with(path: str, post: dict | None) -> str:  # type: ignore[type-arg]
     spec = json.loads(tokenizer_json(path))
@@ -72,7 +76,7 @@ def spec_with(path: str, post: dict | None) -> str:  # type: ignore[type-arg]
     return json.dumps(spec)
 
 
-@pytest.fixture(scope="module", params=sorted(POSTS))
+@pytest.fixture(scope="module", params=some_slow(sorted(POSTS), QUICK_POSTS))
 def post_pair(request, vocab, tmp_path_factory):  # type: ignore[no-untyped-def]
     """(edgetok, tokenizers, kind) over the same tokenizer.json with one post-processor."""
     from tokenizers import Tokenizer
