@@ -150,32 +150,6 @@ class Progress:
             sys.stderr.flush()
 
 
-_WAKE: list[int] = []  # main(): the read end of the pipe Python's C signal handler writes to
-
-
-def wait_input(f: BinaryIO) -> None:
-    """Waits until f has input, or Ctrl-C came (its handler raises Interrupted at once). A read
-    that blocks would run the handler only once it returns: a SIGINT that lands after Python
-    last looked for signals and before the read began (or that another thread took) would
-    wait for the next input, forever on a pipe left open."""
-    if not _WAKE:
-        return
-    import select
-
-    try:
-        fds = [f.fileno(), _WAKE[0]]
-    except (AttributeError, OSError, ValueError):  # no descriptor: nothing to wait on
-        return
-    while True:
-        try:
-            ready = select.select(fds, [], [])[0]
-        except (OSError, ValueError):  # a descriptor select does not take
-            return
-        if fds[0] in ready:
-            return
-        os.read(_WAKE[0], 512)  # a signal came: its handler runs as the loop goes round
-
-
 def text_chunks(path: str, errors: str, jobs: int = 1, out: Output | None = None) -> Iterator[str]:
     """The text of FILE in chunks; out (if given) is flushed whenever the input pauses, so
     what is final comes out while the input waits."""
@@ -189,14 +163,8 @@ def text_chunks(path: str, errors: str, jobs: int = 1, out: Output | None = None
     except (OSError, ValueError):
         size = None
     progress = Progress(name, size or None)
-
-    def on_wait() -> None:  # before a read that would wait
-        if out is not None:
-            out.flush()
-        wait_input(f)
-
     try:
-        for text in read_text(f, errors, chunk, on_wait=on_wait):
+        for text in read_text(f, errors, chunk, on_wait=out.flush if out else None):
             progress.add(len(text))
             yield text
     except InvalidUTF8 as e:
@@ -439,7 +407,6 @@ def read_ids(path: str) -> Iterator[list[int]]:
     name = "<stdin>" if path == "-" else path
     rest = b""
     while True:
-        wait_input(f)
         data = f.read1(1 << 16) if hasattr(f, "read1") else f.read(1 << 16)
         buf = rest + data
         if data:
@@ -1323,10 +1290,6 @@ def main() -> None:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # (not when ignored)
         signal.signal(signal.SIGINT, on_sigint)
-        wake, w = os.pipe()  # (see wait_input)
-        os.set_blocking(w, False)
-        signal.set_wakeup_fd(w)
-        _WAKE.append(wake)
     code: int | str | None
     try:
         run(sys.argv[1:])
