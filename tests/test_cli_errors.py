@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+import reference
+
 EXE = [sys.executable, "-m", "edgetok_cli.main"]
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -92,20 +94,42 @@ def test_compile_replaces_by_rename(tmp_path):  # type: ignore[no-untyped-def]
     assert edgetok.load(str(out)).n_vocab == 257
 
 
-def test_ctrl_c_ends_quietly():  # type: ignore[no-untyped-def]
-    # as Unix tools: no "Aborted!", no traceback; ended by SIGINT (status 130 in a shell)
-    p = subprocess.Popen([*EXE, "encode"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
+def encode_then_sigint(sigint: object) -> "subprocess.Popen[bytes]":
+    """`edgetok encode` started with SIGINT's disposition sigint, given a line (its ids out),
+    then sent SIGINT. The disposition is set for the start: a test run started in the
+    background by a shell without job control ignores SIGINT, and its children inherit that."""
+    old = signal.signal(signal.SIGINT, sigint)  # type: ignore[arg-type]
+    try:
+        p = subprocess.Popen([*EXE, "encode"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    finally:
+        signal.signal(signal.SIGINT, old)
     assert p.stdin is not None and p.stdout is not None and p.stderr is not None
     p.stdin.write(b"Hello world, and more.\n")
     p.stdin.flush()
     ready, _, _ = select.select([p.stdout], [], [], 20)  # it is running: ids came out
     assert ready
     p.send_signal(signal.SIGINT)
+    return p
+
+
+def test_ctrl_c_ends_quietly():  # type: ignore[no-untyped-def]
+    # as Unix tools: no "Aborted!", no traceback; ended by SIGINT (status 130 in a shell)
+    p = encode_then_sigint(signal.default_int_handler)
     p.wait(20)
-    err = p.stderr.read()
-    p.stdin.close()
+    err = p.stderr.read()  # type: ignore[union-attr]
+    p.stdin.close()  # type: ignore[union-attr]
     assert p.returncode == -signal.SIGINT and err == b"", (p.returncode, err)
+
+
+def test_ignored_sigint_stays_ignored():  # type: ignore[no-untyped-def]
+    # started with SIGINT ignored (nohup, a background job): it goes on to the end of its input
+    p = encode_then_sigint(signal.SIG_IGN)
+    p.stdin.write(b"The end.\n")  # type: ignore[union-attr]
+    out, err = p.communicate(timeout=20)
+    want = reference.tiktoken_encoding("cl100k_base").encode("Hello world, and more.\nThe end.\n")
+    assert p.returncode == 0 and err == b"", (p.returncode, err)
+    assert [int(x) for x in out.split()] == want
 
 
 def fake_source_tree(tmp_path: Path) -> Path:
