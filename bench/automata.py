@@ -14,8 +14,9 @@ decoding loop asks for it, Python call included: edgetok's allowed_into (a reuse
 llguidance's fill_next_token_bitmask (a reused numpy array). edgetok's canonical masks: "canon"
 asked again (--repeat rounds: its bitset cache answers), "made" asked again of the C core
 itself (no bitset cache: every mask made, with what the automaton learned in earlier masks),
-"cold" each state the first time on a fresh automaton. Peers missing: their columns say "-". Memory: edgetok's automaton
-(et_automaton_bytes; canonical bitsets cached on top: at most mask_cache bytes).
+"cold" each state the first time on a fresh automaton. Peers missing: their columns say "-".
+Memory: edgetok's automaton (et_automaton_bytes; canonical bitsets cached on top: at most
+mask_cache bytes).
 """
 from __future__ import annotations
 
