@@ -164,7 +164,8 @@ def main() -> None:
             ratio = f"{masks[True, 'cold'] / masks[False]:.0f}x" if True in masks else "-"
             made = f"{masks[True, 'made'] / masks[False]:.1f}x" if True in masks else "-"
             print(f"  {key:12} {ms(c_plain):>8} {ms(c_canon):>8} {ms(c_oc):>9} {ms(c_llg):>7} | "
-                  f"{us(masks[False]):>8} {us(masks.get(True)):>8} {us(masks.get((True, 'made'))):>8} "
+                  f"{us(masks[False]):>8} {us(masks.get(True)):>8} "
+                  f"{us(masks.get((True, 'made'))):>8} "
                   f"{us(masks.get((True, 'cold'))):>8} {us(m_llg):>8} | "
                   f"{memory / 1024:7.0f} {made:>11} {ratio:>11}")
 

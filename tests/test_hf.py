@@ -37,7 +37,8 @@ DIGITS_SPLIT = {"starcoder", "refact", "command-r"}
 # vocabularies without a token for some bytes: those bytes are dropped, as tokenizers does
 DROPS_BYTES = {"mpt", "starcoder", "refact", "falcon", "deepseek-coder", "deepseek-llm"}
 XLMR = "nomic-bert-moe"  # XLM-RoBERTa's 250k Unigram vocabulary
-# the quick suite's families (each pretokenizer, digits split, bytes dropped): every one with -m slow
+# the quick suite's families (each pretokenizer, digits split, bytes dropped); all of them run
+# with -m slow
 QUICK = ["gpt-2", "llama-bpe", "qwen35", "starcoder", "llama-spm"]
 
 
