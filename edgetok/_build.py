@@ -9,8 +9,9 @@ from cffi import FFI
 
 ROOT = Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
-SOURCES = ["model/model.c", "model/compile.c", "encode/encode.c", "bpe/bpe.c", "unigram/unigram.c",
-           "wordpiece/wordpiece.c", "wordpiece/wp_compile.c", "automata/automata.c"]
+SOURCES = ["model/model.c", "model/compile.c", "encode/encode.c", "bpe/bpe.c", "bpe/pairset.c",
+           "unigram/unigram.c", "wordpiece/wordpiece.c", "wordpiece/wp_compile.c",
+           "automata/automata.c"]
 
 CDEF = """
 typedef struct et_model et_model;

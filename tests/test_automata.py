@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import edgetok
 import reference
 from edgetok.regex_dfa import compile_regex
+from quick import some_slow
 from strategies import any_text, texts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -602,6 +603,7 @@ def test_sanitized(tmp_path, enc):  # type: ignore[no-untyped-def]
     subprocess.run([cc, "-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
                     "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
                     "-fno-omit-frame-pointer", "-Icsrc/include", "-Icsrc",
+                    "-DAUT_CHECK_PAIRS",  # every pair answer checked against et_valid_pair
                     *[s for s in sources if (ROOT / s).exists()], "-o", str(exe)],
                    cwd=ROOT, check=True)
     env = {**os.environ, "ASAN_OPTIONS": "exitcode=99:detect_leaks=1",
@@ -616,6 +618,38 @@ def test_sanitized(tmp_path, enc):  # type: ignore[no-untyped-def]
                 p = subprocess.run([str(exe), model, str(dfa), flags, "60", str(i)],
                                    capture_output=True, env=env, timeout=300)
                 assert p.returncode == 0, (pattern, flags, p.stderr.decode()[-3000:])
+
+
+@pytest.fixture(scope="module")
+def pairset_check(tmp_path_factory):  # type: ignore[no-untyped-def]
+    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        pytest.skip("no C compiler")
+    exe = tmp_path_factory.mktemp("pairset") / "pairset_check"
+    subprocess.run([cc, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-Icsrc/include",
+                    "-Icsrc", "csrc/tools/pairset_check.c", *reference.core_sources(), "-o",
+                    str(exe), "-lm", "-lpthread"], cwd=ROOT, check=True)
+    return exe
+
+
+# (encoding, left tokens from 0 up, random ones): the quick suite's take ~2 s
+PAIRSET_RUNS = {"cl100k_base": (300, 200), "r50k_base": (256, 200),
+                "o200k_base": (256, 1000), "p50k_base": (256, 1000), "cl100k_base ": (0, 3000)}
+
+
+@pytest.mark.parametrize("name", some_slow(PAIRSET_RUNS, ["cl100k_base", "r50k_base"]))
+def test_pair_set_matches_valid_pair(pairset_check, name):  # type: ignore[no-untyped-def]
+    """Canonical masks of long rows take every token that is no valid pair after the state's
+    last token l at once, from the model's pair set (csrc/bpe/pairset.c: ranges of the forest
+    of left parts): it must say what et_valid_pair (the backtracking encoder's test) says for
+    every token t, for l the byte tokens and the lowest ranks (short tokens, long lists of
+    extensions) and random ones."""
+    low, rand = PAIRSET_RUNS[name]
+    model = edgetok.get_encoding(name.strip()).model.source
+    p = subprocess.run([str(pairset_check), model, str(low), str(rand), "7"],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert " 0 differ" in p.stdout and not p.stdout.startswith("0 pairs")
 
 
 def test_cli_regex():  # type: ignore[no-untyped-def]

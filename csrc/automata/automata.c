@@ -29,6 +29,9 @@
 #include "../model/model.h"
 #include "../unicode/ucd.h"
 
+#define AUT_LONG 256u   /* rows this long make their masks with the pair set (pair tests: see
+                          * pair_valid, and the first bytes after l in et_automaton_allowed) */
+#define AUT_SCRATCH 4u /* masks that can use the pair set at once (more: pair by pair) */
 struct et_automaton {
     const et_model *m;
     uint32_t n_rows, n_vocab;
@@ -56,6 +59,9 @@ struct et_automaton {
     uint16_t *cls;    /* canonical: per entry, its class in its row (see classes()); AUT_CLS:
                        * none (the row's classes beyond AUT_CLS) */
     uint16_t *n_cls;  /* canonical: per row, its classes (<= AUT_CLS) */
+    const struct et_pairset *ps; /* canonical, rows of AUT_LONG entries: the model's pair set */
+    uint64_t *inv;    /* AUT_SCRATCH bitsets of the pair set, each for one mask at a time */
+    _Atomic uint8_t *busy; /* AUT_SCRATCH: inv's bitsets taken */
     size_t bytes;     /* memory held */
 };
 
@@ -96,6 +102,8 @@ void et_automaton_free(et_automaton *a)
     free(a->row_dig);
     free(a->cls);
     free(a->n_cls);
+    free(a->inv);
+    free((void *)a->busy);
     free(a);
 }
 
@@ -535,6 +543,19 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
             for (size_t i = 0; i < slots; i++) atomic_init(&a->probes[i], 0);
             a->bytes += slots * sizeof *a->probes;
         }
+        /* long rows: their masks take the tokens l refuses from the model's pair set (built
+         * by the first automaton that needs it; where the model has none, pair by pair) */
+        uint32_t longest = 0;
+        for (uint32_t r = 0; r < rows; r++)
+            if (a->row[r + 1u] - a->row[r] > longest) longest = a->row[r + 1u] - a->row[r];
+        if (longest >= AUT_LONG && (a->ps = et_pairset_of(m)) != NULL) {
+            const size_t words = et_pairset_words(a->ps);
+            if (!(a->inv = malloc(AUT_SCRATCH * words * sizeof *a->inv)) ||
+                !(a->busy = malloc(AUT_SCRATCH * sizeof *a->busy)))
+                goto done;
+            for (unsigned k = 0; k < AUT_SCRATCH; k++) atomic_init(&a->busy[k], 0);
+            a->bytes += AUT_SCRATCH * (words * sizeof *a->inv + sizeof *a->busy);
+        }
     }
     rc = ET_OK;
 done:
@@ -765,6 +786,16 @@ struct pctx {
     uint32_t lk_free;
     int lk_packed;
     uint32_t *apart; /* pair_valid_apart's memo for l (AUT_APART slots, ET_NONE: empty), or NULL */
+    struct pinv *pi; /* a mask's pair set for l, or NULL (pair by pair) */
+};
+
+/* The tokens that are no valid pair after a mask's l, from the model's pair set: made at the
+ * first pair test (pair_of). */
+struct pinv {
+    const struct et_pairset *ps;
+    const uint32_t *pos; /* each token's bit in bits (et_pairset_pos) */
+    uint64_t *bits;  /* (a scratch bitset of the automaton) */
+    int made;        /* 0: not yet, 1: made, -1: none (pair by pair) */
 };
 
 static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32_t l)
@@ -773,6 +804,7 @@ static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32
     x->l = l;
     x->packed = 0;
     x->apart = NULL;
+    x->pi = NULL;
     x->lk_packed = 0; /* (pctx_look) */
     if (l == ET_NONE) return;
     const int l_first = l2 == AUT_ANY || (l2 != ET_NONE && (a->head[l2] & AUT_ENDS_APOS));
@@ -865,6 +897,23 @@ static int pair_valid_apart(const et_automaton *a, uint32_t l, uint32_t t, uint3
     return res;
 }
 
+/* et_valid_pair(x->l, t): from the pair set where the mask has one, else pair_valid (apart:
+ * l's bytes then t's first byte begin no token; see pair_valid_apart). */
+static inline int pair_of(const et_automaton *a, const struct pctx *x, uint32_t t, int apart)
+{
+    struct pinv *pi = x->pi;
+    if (pi && !pi->made) pi->made = et_pairset_invalid(pi->ps, x->l, pi->bits) ? 1 : -1;
+    int res;
+    if (pi && pi->made > 0)
+        res = !(pi->bits[pi->pos[t] >> 6] >> (pi->pos[t] & 63u) & 1u);
+    else
+        res = apart ? pair_valid_apart(a, x->l, t, x->apart) : pair_valid(a, x->l, t, 0);
+#ifdef AUT_CHECK_PAIRS
+    if (res != et_valid_pair(a->m, x->l, t)) abort();
+#endif
+    return res;
+}
+
 /* digit_step() of token t after the run d, from a->dtab: 0 where t cannot follow, else
  * (run after t + 1) | mode << 4. */
 static inline unsigned dstep(const et_automaton *a, uint32_t d, uint32_t t)
@@ -908,11 +957,7 @@ ET_ALWAYS_INLINE static inline int pair_ok_c(const et_automaton *a, struct memo 
     }
     /* the first text that answers either tells whether a cut (no pair test) may be there */
     if (mode == DM_PROBE && probe_ok(a, mm, x, t, AUT_CUT | AUT_INSIDE) & AUT_CUT) return 1;
-    if (*valid < 0)
-        *valid = *valid == -2 ? pair_valid_apart(a, x->l, t, x->apart) : pair_valid(a, x->l, t, 0);
-#ifdef AUT_CHECK_PAIRS
-    if (*valid != et_valid_pair(a->m, x->l, t)) abort();
-#endif
+    if (*valid < 0) *valid = pair_of(a, x, t, *valid == -2);
     if (mode == DM_JOIN) return *valid; /* t is in l's piece of digits */
     return (probe_ok(a, mm, x, t, *valid ? AUT_CUT | AUT_INSIDE : AUT_CUT) &
             (*valid ? AUT_CUT | AUT_INSIDE : AUT_CUT)) != 0;
@@ -1181,8 +1226,20 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
         pctx_look(a, &x);
         if (c.d || a->row_dig[c.row]) drow = a->dtab + (size_t)c.d * 256u;
     }
-    if (canon && c.l != ET_NONE && a->row[c.row + 1u] - a->row[c.row] >= 256u &&
-        m->tnode[c.l] < m->n_cells) {
+    /* the pair set, where making it costs less than the row's pair tests could (each of its
+     * ranges about as much as a pair test) */
+    int slot = -1; /* the scratch bitset taken for pi */
+    struct pinv pi = {a->ps, a->ps ? et_pairset_pos(a->ps) : NULL, NULL, 0};
+    if (canon && a->inv && c.l != ET_NONE && n_row >= AUT_LONG &&
+        et_pairset_cost(a->ps, c.l) <= n_row) {
+        for (unsigned k = 0; k < AUT_SCRATCH && slot < 0; k++)
+            if (!atomic_exchange_explicit(&a->busy[k], 1, memory_order_acquire)) slot = (int)k;
+        if (slot >= 0) {
+            pi.bits = a->inv + (size_t)slot * et_pairset_words(a->ps);
+            x.pi = &pi;
+        }
+    }
+    if (canon && !x.pi && c.l != ET_NONE && n_row >= AUT_LONG && m->tnode[c.l] < m->n_cells) {
         memset(after_l, 0, sizeof after_l);
         memset(apart_memo, 0xFF, sizeof apart_memo);
         x.apart = apart_memo;
@@ -1200,6 +1257,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     }
     uint8_t cst[AUT_CLS]; /* per class of the row (classes()): 0, or mask_class's | MC_LOOK */
     memset(cst, 0, a->n_cls[c.row]);
+    int rc = ET_OK;
     for (uint32_t i = a->row[c.row]; i < a->row[c.row + 1u]; i++) {
         const uint32_t t = a->tok[i];
         const uint32_t k = a->cls[i];
@@ -1211,9 +1269,11 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
             if (k < AUT_CLS) cst[k] = MC_DENY;
             continue;
         }
-        const uint32_t o = m->tokoff[t];
-        const int apart = o < m->tokoff[t + 1u] &&
-                          !(after_l[m->blob[o] >> 6] >> (m->blob[o] & 63u) & 1u);
+        int apart = 0;
+        if (!x.pi) {
+            const uint32_t o = m->tokoff[t];
+            apart = o < m->tokoff[t + 1u] && !(after_l[m->blob[o] >> 6] >> (m->blob[o] & 63u) & 1u);
+        }
         if (k >= AUT_CLS) {
             if (!entry_ok(a, &mm, &x, i, apart ? -2 : -1, v)) continue;
             goto take;
@@ -1223,11 +1283,10 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
         case MC_DENY:
             continue;
         case MC_VALID:
-            if (!(apart ? pair_valid_apart(a, x.l, t, x.apart) : pair_valid(a, x.l, t, 0)))
-                continue;
+            if (!pair_of(a, &x, t, apart)) continue;
             break;
         case MC_VALIDC:
-            if (apart ? pair_valid_apart(a, x.l, t, x.apart) : pair_valid(a, x.l, t, 0)) break;
+            if (pair_of(a, &x, t, apart)) break;
             /* a pair that is not valid: whether a cut may fall decides (the class's) */
             if (probe_ok(a, &mm, &x, t, AUT_CUT) & AUT_CUT) {
                 cst[k] = (uint8_t)(MC_PASS | (s & MC_LOOK));
@@ -1253,8 +1312,12 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
                 cst[k] |= MC_LOOK;
         }
     take:
-        if (!mask_put(t, bits, ids, cap, &w)) return ET_E_FULL;
+        if (!mask_put(t, bits, ids, cap, &w)) {
+            rc = ET_E_FULL;
+            break;
+        }
     }
-    *n = w;
-    return ET_OK;
+    if (slot >= 0) atomic_store_explicit(&a->busy[slot], 0, memory_order_release);
+    if (rc == ET_OK) *n = w;
+    return rc;
 }

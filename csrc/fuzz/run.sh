@@ -15,16 +15,18 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 work=${ET_FUZZ_DIR:-$root/build/fuzz}
 cc=${CC_FUZZ:-clang}
 mkdir -p "$work/corpus-$target"
-src=(csrc/model/model.c csrc/model/compile.c csrc/encode/encode.c csrc/unigram/unigram.c csrc/automata/automata.c csrc/wordpiece/wordpiece.c
-     csrc/wordpiece/wp_compile.c)
+src=(csrc/model/model.c csrc/model/compile.c csrc/encode/encode.c csrc/unigram/unigram.c csrc/automata/automata.c
+     csrc/bpe/pairset.c csrc/wordpiece/wordpiece.c csrc/wordpiece/wp_compile.c)
+defs=()
 case $target in
   encode|compile) ;;                          # these include bpe.c themselves
-  load|automata) src+=(csrc/bpe/bpe.c) ;;
+  load) src+=(csrc/bpe/bpe.c) ;;
+  automata) src+=(csrc/bpe/bpe.c); defs+=(-DAUT_CHECK_PAIRS) ;; # every pair answer checked
   *) echo "run.sh: unknown target $target (encode, load, compile, automata)" >&2; exit 2 ;;
 esac
 exe=$work/fuzz_$target
 (cd "$root" && $cc -std=c11 -g -O1 -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
-  -fno-sanitize-recover=all -fno-omit-frame-pointer -Icsrc/include -Icsrc \
+  -fno-sanitize-recover=all -fno-omit-frame-pointer -Icsrc/include -Icsrc "${defs[@]}" \
   "csrc/fuzz/fuzz_$target.c" "${src[@]}" -o "$exe")
 max_len=4096
 if [ "$target" = encode ] || [ "$target" = automata ]; then

@@ -300,6 +300,7 @@ int et_model_open(const char *path, unsigned flags, et_model **out)
 void et_model_close(et_model *m)
 {
     if (!m) return;
+    et_pairset_free(atomic_load_explicit(&m->pairset, memory_order_acquire));
     if (m->map) munmap(m->map, m->map_len);
     free(m);
 }

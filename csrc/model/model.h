@@ -36,6 +36,7 @@
 #ifndef ET_MODEL_H
 #define ET_MODEL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -146,7 +147,27 @@ struct et_model {
     void *map;       /* what to unmap / free, or NULL for a caller's buffer */
     size_t map_len;
     int backing;     /* index into the names of et_model_backing() */
+    _Atomic(struct et_pairset *) pairset; /* built on first use (et_pairset_of), or NULL */
+    _Atomic int pairset_failed;           /* the tables do not allow one */
 };
+
+/* csrc/bpe/pairset.c: the tokens that et_valid_pair refuses after a token l, for every token
+ * at once (a bitset in the pair set's own order of tokens: test token t at bit pos[t]). */
+struct et_pairset;
+/* The model's pair set, built on the first call and kept until et_model_close (any thread);
+ * NULL where the model's tables do not allow one (not a consistent backtracking BPE model) or
+ * memory ran out. */
+const struct et_pairset *et_pairset_of(const struct et_model *m);
+void et_pairset_free(struct et_pairset *ps);
+size_t et_pairset_bytes(const struct et_pairset *ps);
+/* Words of a bitset of the pair set (n_vocab bits), and each token's bit in it. */
+size_t et_pairset_words(const struct et_pairset *ps);
+const uint32_t *et_pairset_pos(const struct et_pairset *ps);
+/* What et_pairset_invalid(ps, l, ...) costs: the ranges it fills (one a token c that extends a
+ * token of l's right spine below its parent there). */
+size_t et_pairset_cost(const struct et_pairset *ps, uint32_t l);
+/* bits (et_pairset_words) := the tokens t with !et_valid_pair(l, t); 0 when l >= n_vocab. */
+int et_pairset_invalid(const struct et_pairset *ps, uint32_t l, uint64_t *bits);
 
 /* The trie child of cell s on byte c, or ET_NONE, for w words per cell. */
 static inline uint32_t et_trie_step(const struct et_model *m, uint32_t s, uint8_t c, size_t w)
