@@ -1255,15 +1255,25 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
         *n = w;
         return ET_OK;
     }
-    uint8_t cst[AUT_CLS]; /* per class of the row (classes()): 0, or mask_class's | MC_LOOK */
+    uint8_t cst[AUT_CLS + 1u]; /* per class of the row (classes()): 0, or mask_class's | MC_LOOK;
+                                * [AUT_CLS] (no class): 0 */
     memset(cst, 0, a->n_cls[c.row]);
+    cst[AUT_CLS] = 0;
     int rc = ET_OK;
-    for (uint32_t i = a->row[c.row]; i < a->row[c.row + 1u]; i++) {
-        const uint32_t t = a->tok[i];
-        const uint32_t k = a->cls[i];
-        unsigned s = k < AUT_CLS ? cst[k] : 0u;
+    /* (in locals: the stores to bits could alias the automaton's fields, not these) */
+    const uint32_t *const tok = a->tok, *const ipos = pi.pos, end = a->row[c.row + 1u];
+    const uint16_t *const cls = a->cls;
+    const uint64_t *const ibits = pi.bits;
+    for (uint32_t i = a->row[c.row]; i < end; i++) {
+        const uint32_t t = tok[i];
+        const uint32_t k = cls[i];
+        unsigned s = cst[k];
         if (s == (MC_PASS | MC_LOOK)) goto take;
         if (s == MC_DENY || s == (MC_DENY | MC_LOOK)) continue;
+        if (s == (MC_VALID | MC_LOOK) && pi.made > 0) { /* (most entries of long rows) */
+            if (ibits[ipos[t] >> 6] >> (ipos[t] & 63u) & 1u) continue;
+            goto take;
+        }
         const unsigned v = drow ? drow[a->dig[t]] : 1u;
         if (!v) {
             if (k < AUT_CLS) cst[k] = MC_DENY;
