@@ -20,7 +20,9 @@
  * build: per entry a look-ahead byte, a witness and a class (7 bytes; see classes()), per row
  * its number of classes (2 bytes), and two direct-mapped tables of
  * 2 slots an entry, 2^10 to 2^17 slots of 8 bytes each (pair_valid's and the probes', at most
- * 2 MiB in all); every store a fact, relaxed atomics.
+ * 2 MiB in all); every store a fact, relaxed atomics. Masks of long rows (AUT_LONG) take the
+ * tokens that are no valid pair after l from the model's pair set (csrc/bpe/pairset.c) in one
+ * of AUT_SCRATCH bitsets of the automaton, each held by one mask at a time.
  */
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -5,7 +5,8 @@
  * rather than stopping at the checksum: a model made by someone else has a correct checksum
  * too. Whatever loads must encode, count, split, decode and grow without a sanitizer report
  * or a hang (libFuzzer's -timeout); a model that et_model_verify accepts must also give back
- * the text it encoded (byte-level BPE models). */
+ * the text it encoded (byte-level BPE models). A pair set (csrc/bpe/pairset.c), where the
+ * tables allow one, must say what et_valid_pair says. */
 #include "../model/model.h"
 #include "fuzz_common.h"
 
@@ -82,6 +83,19 @@ static void exercise(const et_model *m, int verified)
         free(last);
         free(cnt);
         free(walks);
+        /* the pair set (canonical automata): none, or et_valid_pair's answers exactly */
+        const struct et_pairset *ps = et_pairset_of(m);
+        const uint32_t nv = et_model_n_vocab(m);
+        if (ps) {
+            uint64_t *bits = fz_alloc(et_pairset_words(ps) * 8u);
+            const uint32_t *pos = et_pairset_pos(ps);
+            for (uint32_t l = 0; l < nv && l < 600u; l += 1u + l / 64u) {
+                CHECK(et_pairset_invalid(ps, l, bits));
+                for (uint32_t u = 0; u < nv; u++)
+                    CHECK((int)!(bits[pos[u] >> 6] >> (pos[u] & 63u) & 1u) == et_valid_pair(m, l, u));
+            }
+            free(bits);
+        }
     }
     /* ids the model may not have: decoding says so, never reads past a table */
     uint32_t odd[6] = {0, 255, et_model_n_vocab(m) - 1, et_model_n_vocab(m), ET_NONE, 1000};
