@@ -85,6 +85,31 @@ def test_batches_across_threads(enc, ref, corpora, small_shards):  # type: ignor
         ref.encode_batch(["a<|endoftext|>"] * 50, allowed_special="all")
 
 
+class _Lying(str):
+    """A str whose isascii says yes whatever it holds."""
+
+    def isascii(self) -> bool:
+        return True
+
+
+def test_ascii_text_read_in_place(enc, ref, corpora):  # type: ignore[no-untyped-def]
+    """ASCII documents of 256+ characters and long ASCII texts are read from the str itself
+    (no UTF-8 copy; _ids.c ascii_utf8): the ids are tiktoken's, on one and two threads, next
+    to documents that are not ASCII, and a str subclass that claims to be ASCII is not
+    believed."""
+    code, multi = corpora["code"], corpora["multilingual"]
+    docs = [code[i:i + 3000] for i in range(0, 150000, 3000)]
+    docs += [multi[i:i + 900] for i in range(0, 30000, 900)] + ["x" * 255, "y" * 256]
+    docs += [_Lying(multi[:5000]), _Lying("é" * 300)]
+    want = ref.encode_ordinary_batch([str(d) for d in docs])
+    for n in (1, 2):
+        assert enc.encode_ordinary_batch(docs, num_threads=n) == want
+        assert enc.count_batch(docs, num_threads=n) == [len(w) for w in want]
+    for text in (code[:200000], _Lying(multi[:100000]), _Lying("é" * 5000)):
+        assert enc.encode_ordinary(text) == ref.encode_ordinary(str(text))
+        assert enc.count(text) == len(ref.encode_ordinary(str(text)))
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
 def test_fork_after_use(enc, small_shards):  # type: ignore[no-untyped-def]
     docs = ["hello world"] * 100
