@@ -23,9 +23,11 @@ PyAPI_FUNC(const char *) PyUnicode_AsUTF8AndSize(PyObject *unicode, Py_ssize_t *
 /* s's UTF-8 without a copy where s is all ASCII: *p and *len, 1; 0 otherwise (or on an error,
  * cleared: the caller encodes s as before). A copy of a long text was a third of count()'s time
  * and, the GIL held, what two threads could not do at once. */
+static PyObject *str_isascii; /* str.isascii (the base type's: a subclass cannot lie) */
+
 static int ascii_utf8(PyObject *s, const char **p, size_t *len)
 {
-    PyObject *r = PyObject_CallMethod((PyObject *)&PyUnicode_Type, "isascii", "O", s);
+    PyObject *r = PyObject_CallFunctionObjArgs(str_isascii, s, NULL);
     const int ascii = r == Py_True;
     Py_XDECREF(r);
     Py_ssize_t n = 0;
@@ -500,4 +502,10 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ids", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__ids(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__ids(void)
+{
+    if (!str_isascii &&
+        !(str_isascii = PyObject_GetAttrString((PyObject *)&PyUnicode_Type, "isascii")))
+        return NULL;
+    return PyModule_Create(&module);
+}

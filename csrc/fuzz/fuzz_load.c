@@ -91,8 +91,10 @@ static void exercise(const et_model *m, int verified)
             const uint32_t *pos = et_pairset_pos(ps);
             for (uint32_t l = 0; l < nv && l < 600u; l += 1u + l / 64u) {
                 CHECK(et_pairset_invalid(ps, l, bits));
-                for (uint32_t u = 0; u < nv; u++)
-                    CHECK((int)!(bits[pos[u] >> 6] >> (pos[u] & 63u) & 1u) == et_valid_pair(m, l, u));
+                for (uint32_t u = 0; u < nv; u++) {
+                    const int valid = !(bits[pos[u] >> 6] >> (pos[u] & 63u) & 1u);
+                    CHECK(valid == et_valid_pair(m, l, u));
+                }
             }
             free(bits);
         }
