@@ -40,7 +40,8 @@ class build_ext_and_models(build_ext):
 # ids to Python lists with cached int objects (see the file); stable ABI like the cffi module
 ids_ext = Extension("edgetok._ids", ["edgetok/_ids.c"], py_limited_api=True,
                     define_macros=[("Py_LIMITED_API", "0x03090000")],
-                    extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra"])
+                    extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra", "-pthread"],
+                    extra_link_args=["-pthread"])
 
 setup(cffi_modules=["edgetok/_build.py:ffibuilder"], ext_modules=[ids_ext],
       cmdclass={"build_ext": build_ext_and_models})

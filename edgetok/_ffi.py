@@ -20,9 +20,11 @@ from ._native import ffi, lib
 
 FINAL = lib.ET_FINAL
 SETTLE = lib.ET_SETTLE
-# the C functions _ids.batch calls without the GIL
+# the C functions _ids' batch jobs call without the GIL
 _ENCODE_ADDR = int(ffi.cast("uintptr_t", ffi.addressof(lib, "et_encode")))
 _COUNT_ADDR = int(ffi.cast("uintptr_t", ffi.addressof(lib, "et_count")))
+_EVICTIONS_ADDR = int(ffi.cast("uintptr_t", ffi.addressof(lib, "et_ws_evictions")))
+_NEED_ADDR = int(ffi.cast("uintptr_t", ffi.addressof(lib, "et_ws_need")))
 _SIZE_T = {4: "I", 8: "Q"}[ffi.sizeof("size_t")]  # the array typecode of size_t
 NONE = 0xFFFFFFFF  # ET_NONE: no such id
 
@@ -62,8 +64,8 @@ _DEFAULT_PIECE = 4096
 # slot: 13.6 MB), about 6 bytes per character of that text at most. Bounded, and only for those
 # texts. A miss costs ~20 hits (a merge in the model's cold memory): at 1/1024, the English
 # prose's count runs 634 -> 759 MB/s (csrc harness, 16,384 -> 32,768 slots). A batch (each
-# document a call of its own) grows the same way, for all of its text, once a chunk's last
-# document evicted 4 pieces or more, and more than 1/_GROW_EVICT of its length (Model.batch).
+# document a call of its own) grows the same way, for all of its text, once a document evicted
+# 4 pieces or more, and more than 1/_GROW_EVICT of its length (Model.batch: each thread's own).
 _DEFAULT_SLOTS = 16384
 _MAX_SLOTS = 1 << 18
 _GROW_TEXT = 1 << 16
@@ -71,7 +73,6 @@ _GROW_EVICT = 1024
 # scratch memory the C core writes before it reads: not cleared, so pages never used cost nothing
 _scratch_new = ffi.new_allocator(should_clear_after_alloc=False)
 _KEEP_OUT = 1 << 22  # id buffers larger than this are not kept between calls
-_BATCH_OUT = 1 << 18  # ids: a batch chunk's buffer (a chunk's documents go in as they fit)
 
 
 class Model:
@@ -392,50 +393,57 @@ class Model:
             self._scratch.out, self._scratch.out_cap = None, 0
         return out_lists
 
-    def batch(self, mode: int, docs: list, start: int, end: int, heads: tuple,  # type: ignore[type-arg]
-              fallback: object) -> tuple[list, list[int]]:  # type: ignore[type-arg]
-        """docs[start:end] (str) through _ids.batch in as few C calls as possible (one, unless
-        a piece needs a larger workspace or the ids may not fit the thread's id buffer): mode 0
-        lists of ids, 1 counts, 2 parts of a flat result (a list of (ids, ends) bytes); and the
-        indices of the documents holding one of heads, left for the caller (see _ids.batch)."""
-        from ._ids import batch
+    def batch(self, mode: int, docs: list, heads: tuple, threads: int,  # type: ignore[type-arg]
+              sink: object = None) -> tuple[Any, list[int]]:
+        """docs (a list of str) as one batch job (_ids.job_new; see there): mode 0 a list of ids
+        per document, 1 a count, 2 the ids to sink (called with each chunk's, a memoryview of
+        uint32) and the documents' offsets in them (a bytearray of int64); and the indices of
+        the documents left for the caller (holding one of heads or a lone surrogate, or refused
+        by the C core: None / -1 / no ids in their place). The calling thread readies the
+        documents and makes the results; up to threads - 1 pool threads help encode, without
+        the GIL."""
+        from ._ids import job_new, job_result
+        from .parallel import CHUNK_CHARS, PARALLEL_MIN_BYTES, cores, pool
 
-        fn = _ENCODE_ADDR if mode != 1 else _COUNT_ADDR
-        out: list = []  # type: ignore[type-arg]
-        flagged: list[int] = []
-        s = self._scratch
-        if mode != 1 and s.out_cap < _BATCH_OUT:
-            self._out(_BATCH_OUT)
-        first, grow = start, True  # (once a call)
-        while start < end:
-            ws = int(ffi.cast("uintptr_t", self._ws()))
-            rc, start, res, fl, need = batch(mode, fn, ws, s.out_addr, s.out_cap, docs, start,
-                                             end, heads, self._bound0, self._bound1, fallback,
-                                             FINAL)
-            if mode == 2:
-                out.append(res)
-            else:
-                out += res
-            flagged += fl
-            if need:
-                self._out(need)  # one document larger than the thread's id buffer
-            elif rc == lib.ET_E_WORKSPACE:
-                self._ws(lib.et_ws_need(self._scratch.ws))
-            elif rc != lib.ET_OK:
-                check(rc, "encode")
-            ev = lib.et_ws_evictions(s.ws) if grow and start > first else 0
-            if ev >= 4 and ev * _GROW_EVICT > len(docs[start - 1]):
-                # the cache thrashed on the last document (et_ws_evictions counts one call): it
-                # is too small for this batch, whose documents (this thread's and the others')
-                # share their pieces: sized for all of them, as for one long text (4 KB
-                # documents of man pages in 20 languages, count_batch: 96 -> 200 MB/s)
-                grow = False
-                total = sum(map(len, docs))
-                if total >= _GROW_TEXT:
+        total = sum(map(len, docs))
+        threads = min(threads, cores(), len(docs)) if total >= PARALLEL_MIN_BYTES else 1
+        step = CHUNK_CHARS if threads == 1 else max(min(CHUNK_CHARS, total // (8 * threads)), 1)
+        job = job_new(mode, _ENCODE_ADDR if mode != 1 else _COUNT_ADDR, _EVICTIONS_ADDR,
+                      _NEED_ADDR, docs, heads, self._bound0, self._bound1, FINAL, step,
+                      2 * threads - 1, _GROW_EVICT, sink)
+        helpers = [pool().submit(self._run_job, job, total, False) for _ in range(threads - 1)]
+        try:
+            self._run_job(job, total, True)
+        except BaseException:
+            for f in helpers:  # a helper's error stopped the job: that is the one to raise
+                if not f.cancel() and f.exception() is not None:
+                    raise f.exception()  # type: ignore[misc]
+            raise
+        for f in helpers:  # (the main thread is done, so are the helpers' chunks: not waited for)
+            f.cancel()  # one not started yet has nothing to do
+        return job_result(job)  # type: ignore[no-any-return]
+
+    def _run_job(self, job: object, total: int, main: bool) -> None:
+        """This thread's part of a batch job, its workspace grown where the job stops for it."""
+        from ._ids import job_cancel, job_run
+
+        check = total >= _GROW_TEXT  # grow the piece cache once, if it thrashes
+        k, at = -1, 0
+        try:
+            while True:
+                self._ws()
+                stop = job_run(job, self._scratch.ws_addr, check, k, at, main)
+                if stop is None:
+                    return
+                k, at, need = stop
+                if need:
+                    self._ws(need)
+                else:
+                    check = False
                     self._grow(total)
-        if s.out_cap > _KEEP_OUT:
-            s.out, s.out_cap = None, 0
-        return out, flagged
+        except BaseException:
+            job_cancel(job, k, at)  # every thread stops; this one's chunk goes to the caller
+            raise
 
     def count(self, data: bytes, final: bool = True, settle: bool = False) -> tuple[int, int]:
         """Number of ids of data as ordinary text, and the bytes they cover (as encode)."""

@@ -1008,24 +1008,21 @@ class Encoding:
         """encode_batch(text, ...) as one flat run: (ids, offsets), the ids of text[i] being
         ids[offsets[i]:offsets[i + 1]]; array('I') and array('q') (len(text) + 1 offsets), or
         numpy uint32 / int64 arrays with numpy=True. No Python object per id or per document."""
-        from ._ids import join
+        from array import array
 
-        parts = (self._batch(2, text, num_threads, (allowed_special, disallowed_special))
-                 if self._wrap is None else None)
-        if parts is None:  # per document (a normalising model, a regex pretokenizer, specials)
+        ids: Any = bytearray() if numpy else array("I")  # (the C path appends to it)
+        offs = (self._batch(2, text, num_threads, (allowed_special, disallowed_special),
+                            ids.extend if numpy else ids.frombytes)
+                if self._wrap is None else None)
+        if offs is None:  # per document (a normalising model, a regex pretokenizer, specials)
             import itertools
 
             lists = self.encode_batch(text, num_threads=num_threads,
                                       allowed_special=allowed_special,
                                       disallowed_special=disallowed_special)
-            from array import array
-
-            ids_a = array("I", itertools.chain.from_iterable(lists))
-            offs_a = array("q", [0, *itertools.accumulate(map(len, lists))])
-            ids_b, offs_b = bytearray(ids_a.tobytes()), bytearray(offs_a.tobytes())
-        else:
-            ids_b, offs_b = join(parts)
-        return _flat(ids_b, offs_b, numpy)
+            ids = array("I", itertools.chain.from_iterable(lists))
+            offs = bytearray(array("q", [0, *itertools.accumulate(map(len, lists))]).tobytes())
+        return _flat(ids, offs, numpy)
 
     def encode_to_numpy(self, text: str, *,
                         allowed_special: "Literal['all'] | AbstractSet[str]" = set(),  # noqa: B006
@@ -1033,19 +1030,19 @@ class Encoding:
         """encode(text, ...) as a numpy uint32 array (numpy is imported here, on first use)."""
         import numpy as np
 
-        parts = (self._batch(2, [text], 1, (allowed_special, disallowed_special))
-                 if self._wrap is None else None)
-        if parts is None:
+        ids = bytearray()
+        if self._wrap is not None or self._batch(2, [text], 1, (allowed_special,
+                                                                disallowed_special),
+                                                 ids.extend) is None:
             return np.array(self.encode(text, allowed_special=allowed_special,
                                         disallowed_special=disallowed_special), dtype=np.uint32)
-        from ._ids import join
-
-        return np.frombuffer(join(parts)[0], dtype=np.uint32)
+        return np.frombuffer(ids, dtype=np.uint32)
 
     def _batch(self, mode: int, text: Sequence[str], num_threads: int,
-               special: "tuple[Any, Any] | None") -> Any:
-        """The batch methods' C path (_ids.batch: one GIL-free C call per chunk of documents,
-        chunks spread over threads): mode 0 lists of ids, 1 counts, 2 a flat result's parts;
+               special: "tuple[Any, Any] | None", sink: object = None) -> Any:
+        """The batch methods' C path (Model.batch: chunks of documents encoded across threads,
+        the helpers never taking the GIL): mode 0 lists of ids, 1 counts, 2 the ids to sink
+        (see Model.batch) and the offsets;
         special: (allowed_special, disallowed_special), None for encode_ordinary. Documents
         that may hold a special or added token are redone one by one as encode/count would.
         None where the path does not apply (a normalising model, pieces cut by a regex, many
@@ -1064,16 +1061,9 @@ class Encoding:
         else:
             heads = tuple(h.encode("utf-8", "surrogatepass") for h in self._heads)
         docs = text if type(text) is list else list(text)
-        from .parallel import run_chunks
-
-        got = run_chunks(lambda a, b: m.batch(mode, docs, a, b, heads, _utf8),
-                         list(map(len, docs)), num_threads)
-        flagged = [i for _, fl in got for i in fl]
+        out, flagged = m.batch(mode, docs, heads, num_threads, sink)
         if mode == 2:
-            if flagged:
-                return None
-            return [p for parts, _ in got for p in parts]
-        out = [r for res, _ in got for r in res] if len(got) != 1 else got[0][0]
+            return None if flagged else out
         for i in flagged:
             if special is None:
                 out[i] = self.encode_ordinary(docs[i])
@@ -1086,15 +1076,15 @@ class Encoding:
         return out
 
 
-def _flat(ids: bytearray, offsets: bytearray, numpy: bool) -> tuple[Any, Any]:
-    """(ids, offsets) bytearrays of uint32 / int64 as arrays (numpy's, without a copy)."""
+def _flat(ids: Any, offsets: bytearray, numpy: bool) -> tuple[Any, Any]:
+    """ids (an array('I'), or a bytearray of uint32) and offsets (a bytearray of int64) as
+    array('I') and array('q'), or numpy's arrays over the same memory."""
     if numpy:
         import numpy as np
 
         return np.frombuffer(ids, dtype=np.uint32), np.frombuffer(offsets, dtype=np.int64)
     from array import array
 
-    a, o = array("I"), array("q")
-    a.frombytes(ids)
+    o = array("q")
     o.frombytes(offsets)
-    return a, o
+    return ids, o

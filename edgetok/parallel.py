@@ -88,50 +88,8 @@ def map_slices(fn: Callable[[Sequence[T]], list[R]], items: Sequence[T], sizes: 
     return out
 
 
-CHUNK_CHARS = 1 << 16  # a batch's unit of work: documents of about this many characters
-
-
-def chunks(sizes: Sequence[int], threads: int) -> list[tuple[int, int]]:
-    """Contiguous index ranges of about CHUNK_CHARS (at least 4 per thread when the batch is
-    large enough), so that one thread's GIL-held work (making lists) overlaps others' C work."""
-    total = sum(sizes)
-    step = max(min(CHUNK_CHARS, total // (4 * threads)), 1)
-    out, start, acc = [], 0, 0
-    for i, s in enumerate(sizes):
-        acc += s
-        if acc >= step:
-            out.append((start, i + 1))
-            start, acc = i + 1, 0
-    if start < len(sizes):
-        out.append((start, len(sizes)))
-    return out
-
-
-def run_chunks(work: Callable[[int, int], R], sizes: Sequence[int], num_threads: int) -> list[R]:
-    """[work(a, b) for each chunk (a, b) of the items], in order, on up to num_threads threads:
-    the calling thread and pool threads take the next chunk until none is left (work releases
-    the GIL for its C part)."""
-    threads = min(num_threads, cores(), len(sizes))
-    total = sum(sizes)
-    if threads <= 1 or total < PARALLEL_MIN_BYTES:
-        return [work(0, len(sizes))] if sizes else []
-    parts = chunks(sizes, threads)
-    results: list = [None] * len(parts)  # type: ignore[type-arg]
-    import itertools
-
-    nxt = itertools.count()  # (next() on it is atomic under the GIL)
-
-    def loop() -> None:
-        for i in iter(nxt.__next__, None):
-            if i >= len(parts):
-                return
-            results[i] = work(*parts[i])
-
-    futures = [pool().submit(loop) for _ in range(min(threads, len(parts)) - 1)]
-    loop()
-    for f in futures:
-        f.result()
-    return results
+CHUNK_CHARS = 1 << 16  # a batch's unit of work (Model.batch): documents of about this many
+# characters, or less: at least 8 chunks a thread, so that all end together
 
 
 def sharded(run: Callable[[bytes], R], cuts_of: Callable[[bytes, int, int], list[int]],

@@ -88,6 +88,40 @@ def test_batch_type_errors(enc):  # type: ignore[no-untyped-def]
         enc.encode_ordinary_batch(["a", b"b"])  # type: ignore[list-item]
 
 
+def test_batch_errors_stop_every_thread(enc, ref, corpora, threads):  # type: ignore[no-untyped-def]
+    """An error in the middle of a parallel batch stops the job on every thread and is raised:
+    a document that is not a str (met by the thread that readies documents), a workspace that
+    cannot grow (met by whichever thread encodes the long piece, a helper's error raised by the
+    caller). Nothing hangs, and the next batch is exact."""
+    import edgetok
+    from edgetok import _ffi
+
+    enc = edgetok.load(enc.model.source)  # workspaces of its own, in every thread: not grown
+    docs = documents(corpora)[:60]
+    for call in (enc.encode_ordinary_batch, enc.count_batch, enc.encode_batch_flat):
+        with pytest.raises(TypeError):
+            call(docs + [b"bytes"] + docs, num_threads=3)  # type: ignore[operator]
+    real = _ffi.Model._ws
+
+    def no_growth(self, piece: int = 0, slots: int = 0) -> object:  # type: ignore[no-untyped-def]
+        if piece:
+            raise MemoryError("no workspace this time")
+        return real(self, piece, slots)
+
+    long_piece = docs[:30] + ["a" * 20000] + docs[30:]
+    _ffi.Model._ws = no_growth  # type: ignore[method-assign]
+    try:
+        for call in (enc.encode_ordinary_batch, enc.count_batch, enc.encode_batch_flat):
+            for n in (1, 3):
+                with pytest.raises(MemoryError, match="no workspace this time"):
+                    call(long_piece, num_threads=n)  # type: ignore[operator]
+    finally:
+        _ffi.Model._ws = real  # type: ignore[method-assign]
+    want = ref.encode_ordinary_batch(long_piece)
+    assert enc.encode_ordinary_batch(long_piece, num_threads=3) == want
+    assert enc.count_batch(long_piece, num_threads=3) == [len(w) for w in want]
+
+
 def test_other_encodings(corpora, threads):  # type: ignore[no-untyped-def]
     import edgetok
     from reference import tiktoken_encoding
