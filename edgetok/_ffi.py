@@ -410,7 +410,7 @@ class Model:
         step = CHUNK_CHARS if threads == 1 else max(min(CHUNK_CHARS, total // (8 * threads)), 1)
         job = job_new(mode, _ENCODE_ADDR if mode != 1 else _COUNT_ADDR, _EVICTIONS_ADDR,
                       _NEED_ADDR, docs, heads, self._bound0, self._bound1, FINAL, step,
-                      2 * threads - 1, _GROW_EVICT, sink)
+                      threads, _GROW_EVICT, sink)
         helpers = [pool().submit(self._run_job, job, total, False) for _ in range(threads - 1)]
         try:
             self._run_job(job, total, True)

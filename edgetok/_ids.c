@@ -223,24 +223,24 @@ static void job_free(PyObject *capsule)
     PyMem_Free(j);
 }
 
-/* job_new(mode, fn, evictions, need, docs, heads, b0, b1, final, step, ahead, grow_evict,
- * sink): a job over the list docs (str); fn, evictions and need the addresses of et_encode or
- * et_count, et_ws_evictions and et_ws_need; ahead: how many chunks the main thread readies
- * beyond those taken; grow_evict: see job_run; sink (mode 2): called with each chunk's ids
- * in turn (a memoryview of uint32, valid during the call: array.frombytes, bytearray.extend). */
+/* job_new(mode, fn, evictions, need, docs, heads, b0, b1, final, step, threads, grow_evict,
+ * sink): a job over the list docs (str) for `threads` threads; fn, evictions and need the
+ * addresses of et_encode or et_count, et_ws_evictions and et_ws_need; step: the chunks'
+ * characters; grow_evict: see job_run; sink (mode 2): called with each chunk's ids in turn (a
+ * memoryview of uint32, valid during the call: array.frombytes, bytearray.extend). */
 static PyObject *job_new(PyObject *self, PyObject *args)
 {
     int mode;
     unsigned long long fn, ev, need;
     PyObject *docs, *heads, *sink;
-    Py_ssize_t b0, b1, step, ahead, grow_evict;
+    Py_ssize_t b0, b1, step, threads, grow_evict;
     unsigned final;
     (void)self;
     if (!PyArg_ParseTuple(args, "iKKKOOnnInnnO", &mode, &fn, &ev, &need, &docs, &heads, &b0,
-                          &b1, &final, &step, &ahead, &grow_evict, &sink))
+                          &b1, &final, &step, &threads, &grow_evict, &sink))
         return NULL;
     if (!PyList_Check(docs) || !PyTuple_Check(heads) || mode < 0 || mode > 2 || !fn || !ev ||
-        !need || b0 < 0 || b1 < 0 || step < 1 || ahead < 1 || grow_evict < 0 ||
+        !need || b0 < 0 || b1 < 0 || step < 1 || threads < 1 || grow_evict < 0 ||
         (mode == 2 && !PyCallable_Check(sink))) {
         PyErr_SetString(PyExc_ValueError, "job_new: bad arguments");
         return NULL;
@@ -276,7 +276,7 @@ static PyObject *job_new(PyObject *self, PyObject *args)
     j->b0 = (size_t)b0;
     j->b1 = (size_t)b1;
     j->grow_evict = (size_t)grow_evict;
-    j->ahead = ahead;
+    j->ahead = 2 * threads - 1; /* chunks readied beyond those taken */
     Py_INCREF(docs);
     j->docs = docs;
     Py_INCREF(heads);
@@ -816,7 +816,7 @@ static PyObject *holds_any(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"job_new", job_new, METH_VARARGS,
-     "job_new(mode, fn, evictions, need, docs, heads, b0, b1, final, step, ahead, "
+     "job_new(mode, fn, evictions, need, docs, heads, b0, b1, final, step, threads, "
      "grow_evict, sink): a batch job (see the source)"},
     {"job_run", job_run, METH_VARARGS,
      "job_run(job, ws, check, chunk, at, main): run the job on this thread; None or a stop"},

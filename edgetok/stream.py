@@ -142,7 +142,7 @@ def _encode_text_stream(enc: Encoding, chunks: Iterable[str],
                         disallowed_special: "Literal['all'] | Collection[str]",
                         count_only: bool, jobs: int) -> Iterator[list[int] | int]:
     """The ids (counts) of the text itself: see encode_stream."""
-    from .parallel import SHARD_MIN_BYTES, pool
+    from .parallel import SHARD_MIN_BYTES, pmap
 
     model = enc.model
     specials = set(enc._matchable)  # held back at a chunk's end when it may start one
@@ -174,7 +174,7 @@ def _encode_text_stream(enc: Encoding, chunks: Iterable[str],
         if not cuts:
             return one(data, final)
         bounds = [0, *cuts, end]
-        parts = list(pool().map(lambda ab: one(data[ab[0]:ab[1]], True)[0], zip(bounds, bounds[1:])))
+        parts = pmap(lambda ab: one(data[ab[0]:ab[1]], True)[0], list(zip(bounds, bounds[1:])))
         if count_only:
             return sum(parts), end  # type: ignore[arg-type]
         ids: list[int] = []
