@@ -75,6 +75,27 @@ def test_no_cut_degrades_to_sequential(enc, ref, small_shards):  # type: ignore[
         assert enc.encode_parallel(text) == ref.encode_ordinary(text)
 
 
+@given(st.lists(st.one_of(texts, st.sampled_from(["", "<|endoftext|>", "a<|", "x\ud800 y"])),
+                min_size=1, max_size=40))
+@settings(max_examples=150, deadline=None)
+def test_batches_generated(enc, ref, docs):  # type: ignore[no-untyped-def]
+    """Batch jobs in chunks of a few characters on three threads (the caller readies, lists and
+    encodes, helpers encode): every document's ids are tiktoken's, those holding special-token
+    heads or lone surrogates (left to the caller's path) included."""
+    from unittest import mock
+
+    with mock.patch.object(parallel, "PARALLEL_MIN_BYTES", 1), \
+            mock.patch.object(parallel, "CHUNK_CHARS", 7), \
+            mock.patch.object(parallel, "cores", lambda: 8):
+        want = ref.encode_ordinary_batch(docs)
+        assert enc.encode_ordinary_batch(docs, num_threads=3) == want
+        assert enc.count_batch(docs, num_threads=3, disallowed_special=()) == [len(w) for w in want]
+        ids, offs = enc.encode_batch_flat(docs, num_threads=3, disallowed_special=())
+        assert [list(ids[offs[i]:offs[i + 1]]) for i in range(len(docs))] == want
+        special = ref.encode_batch(docs, allowed_special="all")
+        assert enc.encode_batch(docs, num_threads=3, allowed_special="all") == special
+
+
 def test_batches_across_threads(enc, ref, corpora, small_shards):  # type: ignore[no-untyped-def]
     docs = [corpora["multilingual"][i:i + 700] for i in range(0, 100000, 700)] + ["", "x"]
     want = ref.encode_ordinary_batch(docs)
