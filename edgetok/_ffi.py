@@ -405,8 +405,10 @@ class Model:
         from ._ids import job_new, job_result
         from .parallel import CHUNK_CHARS, PARALLEL_MIN_BYTES, cores, pool
 
-        total = sum(map(len, docs))
-        threads = min(threads, cores(), len(docs)) if total >= PARALLEL_MIN_BYTES else 1
+        raw = type(docs) is tuple  # (data, ends): the parts of one text (see job_new)
+        total = len(docs[0]) if raw else sum(map(len, docs))
+        n = len(docs[1]) if raw else len(docs)
+        threads = min(threads, cores(), n) if total >= PARALLEL_MIN_BYTES else 1
         step = CHUNK_CHARS if threads == 1 else max(min(CHUNK_CHARS, total // (8 * threads)), 1)
         job = job_new(mode, _ENCODE_ADDR if mode != 1 else _COUNT_ADDR, _EVICTIONS_ADDR,
                       _NEED_ADDR, docs, heads, self._bound0, self._bound1, FINAL, step,
@@ -422,6 +424,22 @@ class Model:
         for f in helpers:  # (the main thread is done, so are the helpers' chunks: not waited for)
             f.cancel()  # one not started yet has nothing to do
         return job_result(job)  # type: ignore[no-any-return]
+
+    def parallel(self, mode: int, data: bytes, threads: int | None) -> Any:
+        """encode(data)'s ids (mode 3) or count(data) (mode 1) on up to `threads` threads (None:
+        all cores): data cut where no context can move a piece boundary (shard_cuts) into 8
+        parts a thread, which one batch job spreads (the calling thread makes the list while
+        others encode), so the ids are exactly the sequential ones."""
+        from .parallel import CHUNK_CHARS, SHARD_MIN_BYTES, cores
+
+        threads = min(threads or cores(), cores())
+        if threads > 1 and len(data) >= 2 * SHARD_MIN_BYTES:
+            cuts = self.shard_cuts(data, 8 * threads, min(CHUNK_CHARS, SHARD_MIN_BYTES))
+            if cuts:
+                got, flagged = self.batch(mode, (data, [*cuts, len(data)]), (), threads)
+                if not flagged:  # (a part the C core refused: the whole text says why below)
+                    return got if mode == 3 else sum(got)
+        return self.encode(data)[0] if mode == 3 else self.count(data)[0]
 
     def _run_job(self, job: object, total: int, main: bool) -> None:
         """This thread's part of a batch job, its workspace grown where the job stops for it."""

@@ -173,7 +173,7 @@ struct chunk {
 };
 
 struct job {
-    int mode; /* 0: a list of ids per document, 1: a count, 2: one flat run of ids */
+    int mode; /* 0: a list of ids per document, 1: a count, 2: one flat run of ids, 3: one list */
     unsigned final;
     void *fn; /* et_encode (modes 0, 2) or et_count (mode 1) */
     ws_fn evictions, need;
@@ -184,6 +184,7 @@ struct job {
     Py_ssize_t n_heads;
     struct doc *d;
     Py_ssize_t n;
+    const char *raw; /* documents given as one bytes object (docs[0]) cut at offsets */
     struct chunk *c;
     Py_ssize_t n_chunks, ahead;
     pthread_mutex_t mu;
@@ -224,10 +225,12 @@ static void job_free(PyObject *capsule)
 }
 
 /* job_new(mode, fn, evictions, need, docs, heads, b0, b1, final, step, threads, grow_evict,
- * sink): a job over the list docs (str) for `threads` threads; fn, evictions and need the
- * addresses of et_encode or et_count, et_ws_evictions and et_ws_need; step: the chunks'
- * characters; grow_evict: see job_run; sink (mode 2): called with each chunk's ids in turn (a
- * memoryview of uint32, valid during the call: array.frombytes, bytearray.extend). */
+ * sink): a job over the list docs (str), or over the parts of one text (docs: (data, ends),
+ * data bytes of UTF-8 cut at the offsets ends, ascending, the last len(data): its shards),
+ * for `threads` threads; fn, evictions and need the addresses of et_encode or et_count,
+ * et_ws_evictions and et_ws_need; step: the chunks' characters; grow_evict: see job_run;
+ * sink (mode 2): called with each chunk's ids in turn (a memoryview of uint32, valid during
+ * the call: array.frombytes, bytearray.extend). */
 static PyObject *job_new(PyObject *self, PyObject *args)
 {
     int mode;
@@ -239,8 +242,11 @@ static PyObject *job_new(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "iKKKOOnnInnnO", &mode, &fn, &ev, &need, &docs, &heads, &b0,
                           &b1, &final, &step, &threads, &grow_evict, &sink))
         return NULL;
-    if (!PyList_Check(docs) || !PyTuple_Check(heads) || mode < 0 || mode > 2 || !fn || !ev ||
-        !need || b0 < 0 || b1 < 0 || step < 1 || threads < 1 || grow_evict < 0 ||
+    const int raw = PyTuple_Check(docs) && PyTuple_Size(docs) == 2 &&
+                    PyBytes_Check(PyTuple_GetItem(docs, 0)) &&
+                    PyList_Check(PyTuple_GetItem(docs, 1));
+    if ((!PyList_Check(docs) && !raw) || !PyTuple_Check(heads) || mode < 0 || mode > 3 ||
+        !fn || !ev || !need || b0 < 0 || b1 < 0 || step < 1 || threads < 1 || grow_evict < 0 ||
         (mode == 2 && !PyCallable_Check(sink))) {
         PyErr_SetString(PyExc_ValueError, "job_new: bad arguments");
         return NULL;
@@ -295,17 +301,38 @@ static PyObject *job_new(PyObject *self, PyObject *args)
         j->head[h] = PyBytes_AsString(hb);
         j->head_len[h] = (size_t)PyBytes_Size(hb);
     }
-    j->n = PyList_Size(docs);
+    PyObject *ends = raw ? PyTuple_GetItem(docs, 1) : NULL;
+    j->n = PyList_Size(raw ? ends : docs);
     j->d = PyMem_Calloc((size_t)j->n + 1, sizeof *j->d);
     j->c = PyMem_Calloc((size_t)j->n + 1, sizeof *j->c); /* at most a chunk per document */
     if (!j->d || !j->c) {
         Py_DECREF(capsule);
         return PyErr_NoMemory();
     }
+    if (raw) { /* the parts, checked: every one inside data, in order */
+        PyObject *data = PyTuple_GetItem(docs, 0);
+        j->raw = PyBytes_AsString(data);
+        size_t at = 0;
+        for (Py_ssize_t i = 0; i < j->n; i++) {
+            const size_t e = PyLong_AsSize_t(PyList_GetItem(ends, i));
+            if (PyErr_Occurred() || e < at || e > (size_t)PyBytes_Size(data) ||
+                (i + 1 == j->n && e != (size_t)PyBytes_Size(data))) {
+                PyErr_Clear();
+                PyErr_SetString(PyExc_ValueError, "job_new: bad part offsets");
+                Py_DECREF(capsule);
+                return NULL;
+            }
+            j->d[i].p = j->raw + at;
+            j->d[i].len = e - at;
+            at = e;
+        }
+    }
     Py_ssize_t start = 0, acc = 0;
     for (Py_ssize_t i = 0; i < j->n; i++) {
-        PyObject *s = PyList_GetItem(docs, i);
-        acc += PyUnicode_Check(s) ? PyUnicode_GetLength(s) : 0; /* (others: an error later) */
+        PyObject *s = raw ? NULL : PyList_GetItem(docs, i);
+        acc += raw                  ? (Py_ssize_t)j->d[i].len
+               : PyUnicode_Check(s) ? PyUnicode_GetLength(s)
+                                    : 0; /* (not a str: an error later) */
         if (acc >= step || i + 1 == j->n) {
             j->c[j->n_chunks].a = start;
             j->c[j->n_chunks++].b = i + 1;
@@ -313,7 +340,7 @@ static PyObject *job_new(PyObject *self, PyObject *args)
             acc = 0;
         }
     }
-    if (mode != 2) {
+    if (mode < 2) {
         j->result = PyList_New(j->n);
         if (!j->result) {
             Py_DECREF(capsule);
@@ -328,6 +355,7 @@ static PyObject *job_new(PyObject *self, PyObject *args)
  * tiktoken does. */
 static int ready_chunk(struct job *j, Py_ssize_t k)
 {
+    if (j->raw) return 0; /* (parts of one text: ready from the start) */
     for (Py_ssize_t i = j->c[k].a; i < j->c[k].b; i++) {
         struct doc *d = &j->d[i];
         PyObject *s = PyList_GetItem(j->docs, i);
@@ -482,6 +510,7 @@ static int list_chunk(struct job *j, Py_ssize_t k)
         c->ids = NULL;
         return 0;
     }
+    if (j->mode == 3) return 0; /* (one list of all ids: made by job_result) */
     for (Py_ssize_t i = c->a; i < c->b; i++) {
         struct doc *d = &j->d[i];
         PyObject *o;
@@ -664,7 +693,8 @@ static PyObject *job_cancel(PyObject *self, PyObject *args)
 }
 
 /* job_result(job), after the main thread's job_run returned None: (results, flagged), results
- * a list (mode 0: ids or None per document; mode 1: counts, -1 for a flagged document) or, in
+ * a list (mode 0: ids or None per document; mode 1: counts, -1 for a flagged document; mode 3:
+ * the ids of all documents but flagged ones, one after another) or, in
  * mode 2, the documents' offsets in the ids given to the sink, a bytearray of n + 1 int64 from
  * 0; flagged the indices of the documents left for the caller. */
 static PyObject *job_result(PyObject *self, PyObject *args)
@@ -689,7 +719,24 @@ static PyObject *job_result(PyObject *self, PyObject *args)
             }
             Py_DECREF(o);
         }
-    if (j->mode != 2) {
+    if (j->mode == 3) { /* sized once all is known: a list grown part by part was copied */
+        Py_ssize_t n = 0;
+        for (Py_ssize_t k = 0; k < j->n_chunks; k++) n += (Py_ssize_t)j->c[k].n_ids;
+        result = PyList_New(n);
+        for (Py_ssize_t k = 0, at = 0; result && k < j->n_chunks; k++) {
+            for (size_t t = 0; t < j->c[k].n_ids; t++) {
+                PyObject *v = int_of(j->c[k].ids[t]);
+                if (!v) {
+                    Py_CLEAR(result);
+                    break;
+                }
+                PyList_SetItem(result, at++, v);
+            }
+            free(j->c[k].ids);
+            j->c[k].ids = NULL;
+            j->c[k].n_ids = 0;
+        }
+    } else if (j->mode != 2) {
         Py_INCREF(j->result);
         result = j->result;
     } else if ((result = PyByteArray_FromStringAndSize(NULL, (j->n + 1) * 8)) != NULL) {

@@ -464,14 +464,13 @@ class Encoding:
         for seg in self._parts(text, allowed_special, disallowed_special, threads):
             if isinstance(seg, int):
                 ids.append(seg)
-            elif seg and threads == 1:
-                ids += self._model.encode(seg)[0]
             elif seg:
-                from .parallel import sharded
-
-                for part in sharded(lambda d: self._model.encode(d)[0], self._model.shard_cuts,
-                                    seg, threads):
+                part = (self._model.encode(seg)[0] if threads == 1
+                        else self._model.parallel(3, seg, threads))
+                if ids:
                     ids += part
+                else:
+                    ids = part
         return ids
 
     def _count(self, text: str, allowed_special: "Literal['all'] | AbstractSet[str]",
@@ -481,13 +480,9 @@ class Encoding:
         for seg in self._parts(text, allowed_special, disallowed_special, threads):
             if isinstance(seg, int):
                 total += 1
-            elif seg and threads == 1:
-                total += self._model.count(seg)[0]
             elif seg:
-                from .parallel import sharded
-
-                total += sum(sharded(lambda d: self._model.count(d)[0], self._model.shard_cuts,
-                                     seg, threads))
+                total += (self._model.count(seg)[0] if threads == 1
+                          else self._model.parallel(1, seg, threads))
         return total
 
     def count_till_limit(self, text: str, limit: int) -> int | None:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are stri
 # less work than this runs on the calling thread: a helper costs ~75 us to start and stop (4 KB
 # documents, 2 threads: count_batch of 70K characters 0.86x one thread's speed, 130K 1.15x)
 PARALLEL_MIN_BYTES = 1 << 17
-SHARD_MIN_BYTES = 1 << 18     # a shard of a single text is at least this long
+SHARD_MIN_BYTES = 1 << 18     # a single text shorter than twice this is not cut (Model.parallel)
 
 _pool = None
 _pool_lock = _thread.allocate_lock()
@@ -107,18 +107,3 @@ def map_slices(fn: Callable[[Sequence[T]], list[R]], items: Sequence[T], sizes: 
 
 CHUNK_CHARS = 1 << 16  # a batch's unit of work (Model.batch): documents of about this many
 # characters, or less: at least 8 chunks a thread, so that all end together
-
-
-def sharded(run: Callable[[bytes], R], cuts_of: Callable[[bytes, int, int], list[int]],
-            data: bytes, num_threads: int | None) -> list[R]:
-    """run() on each shard of data, in order, in parallel when data is large enough.
-    cuts_of(data, shards, min_size) gives the cut offsets."""
-    threads = min(num_threads or cores(), cores())
-    if threads <= 1 or len(data) < 2 * SHARD_MIN_BYTES:
-        return [run(data)]
-    cuts = cuts_of(data, threads, SHARD_MIN_BYTES // 2)
-    if not cuts:
-        return [run(data)]
-    bounds = [0, *cuts, len(data)]
-    shards = [data[a:b] for a, b in zip(bounds, bounds[1:])]
-    return pmap(run, shards)

@@ -122,6 +122,28 @@ def test_batch_errors_stop_every_thread(enc, ref, corpora, threads):  # type: ig
     assert enc.count_batch(long_piece, num_threads=3) == [len(w) for w in want]
 
 
+def test_job_parts_are_checked(enc, ref):  # type: ignore[no-untyped-def]
+    """A job over the parts of one text (encode_parallel's) takes only offsets inside the text,
+    ascending, the last its end; the parts' ids, joined, are the text's."""
+    from edgetok import _ffi
+    from edgetok._ids import job_new, job_result, job_run
+
+    def new(data: bytes, ends: list[int]) -> object:
+        return job_new(3, _ffi._ENCODE_ADDR, _ffi._EVICTIONS_ADDR, _ffi._NEED_ADDR, (data, ends),
+                       (), enc.model._bound0, enc.model._bound1, _ffi.FINAL, 8, 1, 1024, None)
+
+    for ends in ([2, 1, 3], [5], [2], [-1, 3], [1, 2, 4], ["x", 3]):
+        with pytest.raises(ValueError, match="bad part offsets"):
+            new(b"abc", ends)  # type: ignore[arg-type]
+    data = "Hello world, hello parts.\n\n  x".encode()
+    job = new(data, [5, 5, 12, 27, len(data)])  # (cut anywhere: each part is its own text)
+    enc.model._ws()
+    assert job_run(job, enc.model._scratch.ws_addr, False, -1, 0, True) is None
+    ids, flagged = job_result(job)
+    assert flagged == [] and ids == [i for a, b in [(0, 5), (5, 12), (12, 27), (27, len(data))]
+                                     for i in ref.encode_ordinary(data[a:b].decode())]
+
+
 def test_other_encodings(corpora, threads):  # type: ignore[no-untyped-def]
     import edgetok
     from reference import tiktoken_encoding
