@@ -402,7 +402,7 @@ class Model:
         by the C core: None / -1 / no ids in their place). The calling thread readies the
         documents and makes the results; up to threads - 1 pool threads help encode, without
         the GIL."""
-        from ._ids import job_new, job_result
+        from ._ids import job_cancel, job_new, job_result
         from .parallel import CHUNK_CHARS, PARALLEL_MIN_BYTES, cores, pool
 
         raw = type(docs) is tuple  # (data, ends): the parts of one text (see job_new)
@@ -413,10 +413,13 @@ class Model:
         job = job_new(mode, _ENCODE_ADDR if mode != 1 else _COUNT_ADDR, _EVICTIONS_ADDR,
                       _NEED_ADDR, docs, heads, self._bound0, self._bound1, FINAL, step,
                       threads, _GROW_EVICT, sink)
-        helpers = [pool().submit(self._run_job, job, total, False) for _ in range(threads - 1)]
+        helpers: list = []  # type: ignore[type-arg]
         try:
+            for _ in range(threads - 1):
+                helpers.append(pool().submit(self._run_job, job, total, False))
             self._run_job(job, total, True)
         except BaseException:
+            job_cancel(job, -1, 0)  # (before waiting: a helper may wait for chunks to be readied)
             for f in helpers:  # a helper's error stopped the job: that is the one to raise
                 if not f.cancel() and f.exception() is not None:
                     raise f.exception()  # type: ignore[misc]
@@ -450,6 +453,9 @@ class Model:
         try:
             while True:
                 self._ws()
+                # held: Python code run between chunks (a signal handler, a finalizer) may
+                # replace this thread's workspace, which the job goes on using
+                mem = self._scratch.ws_mem  # noqa: F841
                 stop = job_run(job, self._scratch.ws_addr, check, k, at, main)
                 if stop is None:
                     return

@@ -230,7 +230,7 @@ static void job_free(PyObject *capsule)
  * for `threads` threads; fn, evictions and need the addresses of et_encode or et_count,
  * et_ws_evictions and et_ws_need; step: the chunks' characters; grow_evict: see job_run;
  * sink (mode 2): called with each chunk's ids in turn (a memoryview of uint32, valid during
- * the call: array.frombytes, bytearray.extend). */
+ * the call only: array.frombytes, bytearray.extend; a sink must not keep it nor a slice). */
 static PyObject *job_new(PyObject *self, PyObject *args)
 {
     int mode;
@@ -405,18 +405,23 @@ static int buf_room(struct buf *o, size_t more)
     return 0;
 }
 
-/* The ids in o go to chunk c's own memory, after those already there (-1: no memory). */
+/* The ids in o go to chunk c's own memory, after those already there (-1: no memory); o is
+ * empty after, either way (the next chunk's ids start at its beginning). */
 static int keep_ids(struct chunk *c, struct buf *o)
 {
+    int rc = 0;
     if (o->w) {
         uint32_t *p = realloc(c->ids, (c->n_ids + o->w) * sizeof *p);
-        if (!p) return -1;
-        memcpy(p + c->n_ids, o->p, o->w * sizeof *p);
-        c->ids = p;
-        c->n_ids += o->w;
+        if (p) {
+            memcpy(p + c->n_ids, o->p, o->w * sizeof *p);
+            c->ids = p;
+            c->n_ids += o->w;
+        } else {
+            rc = -1;
+        }
     }
     o->w = 0;
-    return 0;
+    return rc;
 }
 
 static void set_state(struct job *j, Py_ssize_t k, int state)
@@ -478,7 +483,7 @@ static int encode_chunk(struct job *j, Py_ssize_t k, Py_ssize_t *at, void *ws, s
     }
     if (j->mode != 1 && keep_ids(c, o)) /* (no memory: the chunk's documents are redone) */
         for (Py_ssize_t i = c->a; i < c->b; i++) j->d[i].flagged = 1;
-    if (stop && *at < c->b) return 1;
+    if (stop) return 1; /* (at == b after the last document: the caller grows, then it is DONE) */
     set_state(j, k, CH_DONE);
     return 0;
 }
@@ -497,13 +502,16 @@ static int list_chunk(struct job *j, Py_ssize_t k)
                                                PyBUF_READ);
         if (!mv) return -1;
         PyObject *r = PyObject_CallFunctionObjArgs(j->sink, mv, NULL);
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb); /* (the sink's error, if any, is the one to raise) */
         PyObject *rel = PyObject_CallMethod(mv, "release", NULL);
         Py_DECREF(mv);
-        if (!rel) { /* the sink kept a view: the ids stay (with the job) */
+        if (!rel) { /* the sink holds the view (it must not): the ids are left, not freed */
             PyErr_Clear();
             c->ids = NULL;
         }
         Py_XDECREF(rel);
+        PyErr_Restore(type, value, tb);
         if (!r) return -1;
         Py_DECREF(r);
         free(c->ids);
@@ -617,6 +625,7 @@ static PyObject *job_run(PyObject *self, PyObject *args)
         goto done;
     }
     for (;;) {
+        if (PyErr_CheckSignals() < 0) goto fail; /* (Ctrl-C: between chunks) */
         pthread_mutex_lock(&j->mu);
         const Py_ssize_t ready = j->ready, next = j->next;
         const int cancelled = j->cancel;
@@ -638,7 +647,6 @@ static PyObject *job_run(PyObject *self, PyObject *args)
         if (listable) {
             if (list_chunk(j, j->listed) < 0) goto fail;
             j->listed++;
-            if (PyErr_CheckSignals() < 0) goto fail;
             continue;
         }
         if (j->listed == j->n_chunks) break;

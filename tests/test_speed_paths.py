@@ -144,6 +144,56 @@ def test_job_parts_are_checked(enc, ref):  # type: ignore[no-untyped-def]
                                      for i in ref.encode_ordinary(data[a:b].decode())]
 
 
+def test_job_sink_errors_and_growing_between_chunks(enc, ref, corpora):  # type: ignore[no-untyped-def]
+    """Python code run by the calling thread between chunks (here the flat sink) may replace its
+    workspace, which the job goes on using (it was freed under it); a sink's error is the one
+    raised (it was lost to a SystemError)."""
+    from array import array
+
+    import edgetok
+    from edgetok import _ffi
+
+    enc = edgetok.load(enc.model.source)
+    m = enc.model
+    docs = documents(corpora)[:120]
+    out = array("I")
+
+    def growing_sink(view: memoryview) -> None:
+        out.frombytes(view)
+        m._ws(m._scratch.ws_piece * 2)  # as a nested encode of a longer piece would
+
+    offs, flagged = m.batch(2, docs, (), 1, growing_sink)
+    o = array("q")
+    o.frombytes(offs)
+    assert not flagged and flat_lists(out, o) == ref.encode_ordinary_batch(docs)
+    assert m._scratch.ws_piece > _ffi._DEFAULT_PIECE
+
+    def failing_sink(view: memoryview) -> None:
+        raise ValueError("the sink's own error")
+
+    for n in (1, 2):
+        with pytest.raises(ValueError, match="the sink's own error"):
+            m.batch(2, docs * 3, (), n, failing_sink)
+
+
+def test_piece_cache_grows_for_batches_of_long_documents(ref):  # type: ignore[no-untyped-def]
+    """The cache-thrash stop on a chunk's last document grows the workspace too (a chunk of one
+    long document never grew it: count_parallel's parts, batches of 100K-character texts)."""
+    import random
+
+    import edgetok
+    from edgetok import _ffi
+
+    enc = edgetok.get_encoding("cl100k_base")
+    enc = edgetok.load(enc.model.source)
+    rnd = random.Random(5)
+    text = "".join(" " + "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz")
+                                 for _ in range(rnd.randrange(4, 9))) for _ in range(60000))
+    docs = [text[i:i + 100000] for i in range(0, len(text), 100000)]
+    assert enc.count_batch(docs, num_threads=1) == [len(ref.encode_ordinary(d)) for d in docs]
+    assert enc.model._scratch.ws_slots > _ffi._DEFAULT_SLOTS
+
+
 def test_other_encodings(corpora, threads):  # type: ignore[no-untyped-def]
     import edgetok
     from reference import tiktoken_encoding
