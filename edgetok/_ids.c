@@ -327,13 +327,17 @@ static PyObject *job_new(PyObject *self, PyObject *args)
             at = e;
         }
     }
+    /* With helpers, the first chunks (those the main thread readies before it encodes) are a
+     * quarter of step: the helpers start sooner. count_batch of 4 KB English documents on 2
+     * threads, 1.77-1.83x -> 1.85-1.88x one thread's speed (3 runs, 4 blocks each, alternated). */
     Py_ssize_t start = 0, acc = 0;
     for (Py_ssize_t i = 0; i < j->n; i++) {
         PyObject *s = raw ? NULL : PyList_GetItem(docs, i);
         acc += raw                  ? (Py_ssize_t)j->d[i].len
                : PyUnicode_Check(s) ? PyUnicode_GetLength(s)
                                     : 0; /* (not a str: an error later) */
-        if (acc >= step || i + 1 == j->n) {
+        const Py_ssize_t limit = threads > 1 && j->n_chunks < j->ahead ? step / 4 : step;
+        if (acc >= limit || i + 1 == j->n) {
             j->c[j->n_chunks].a = start;
             j->c[j->n_chunks++].b = i + 1;
             start = i + 1;
