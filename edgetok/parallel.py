@@ -1,8 +1,8 @@
-"""Work across cores: batches split into one contiguous slice per thread, and single large
-texts cut into shards at boundaries that no context can move (et_shard_cut), so the joined ids
-are exactly the sequential ones. The C calls release the GIL; the calling thread takes a part
-and the others go to one shared pool of cores - 1 threads, dropped in a forked child (its
-threads do not survive fork) and made again on demand."""
+"""Work across cores: one shared pool of cores - 1 threads (the calling thread always takes a
+part: pmap), dropped in a forked child (its threads do not survive fork) and made again on
+demand; contiguous slices for the batch paths that go document by document (map_batch,
+map_slices). Batch jobs and single large texts cut where no context can move a piece boundary
+(et_shard_cut) are run by Model.batch / Model.parallel (_ffi.py) on this pool."""
 from __future__ import annotations
 
 import _thread  # (threading imports functools and collections: start-up)
