@@ -67,6 +67,18 @@ static PyObject *int_of(uint32_t id)
     return o;
 }
 
+/* The n ids at ids as a new list (NULL with an exception set on failure). */
+static PyObject *ids_list(const uint32_t *ids, size_t n)
+{
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        PyObject *o = int_of(ids[i]);
+        if (!o) Py_CLEAR(list);
+        else PyList_SetItem(list, (Py_ssize_t)i, o);
+    }
+    return list;
+}
+
 static PyObject *to_list(PyObject *self, PyObject *args)
 {
     unsigned long long addr;
@@ -77,17 +89,7 @@ static PyObject *to_list(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "bad id buffer");
         return NULL;
     }
-    const uint32_t *ids = (const uint32_t *)(uintptr_t)addr;
-    PyObject *list = PyList_New(n);
-    if (!list) return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *o = int_of(ids[i]);
-        if (!o || PyList_SetItem(list, i, o) < 0) {
-            Py_DECREF(list);
-            return NULL;
-        }
-    }
-    return list;
+    return ids_list((const uint32_t *)(uintptr_t)addr, (size_t)n);
 }
 
 /* pieces(data, address, n): data (bytes, valid UTF-8) cut at the n size_t end offsets at
@@ -163,19 +165,19 @@ struct doc {
     int flagged;  /* left for the caller */
 };
 
-enum { CH_NEW, CH_READY, CH_TAKEN, CH_DONE };
+enum { CH_NEW, CH_TAKEN, CH_DONE }; /* (readied: below j->ready) */
 
 struct chunk {
     Py_ssize_t a, b; /* documents [a, b) */
     int state;       /* under the job's lock */
-    uint32_t *ids;   /* modes 0 and 2: the chunk's ids, back to back (malloc) */
+    uint32_t *ids;   /* modes 0, 2, 3: the chunk's ids, back to back (malloc) */
     size_t n_ids;
 };
 
 struct job {
     int mode; /* 0: a list of ids per document, 1: a count, 2: one flat run of ids, 3: one list */
     unsigned final;
-    void *fn; /* et_encode (modes 0, 2) or et_count (mode 1) */
+    void *fn; /* et_encode (modes 0, 2, 3) or et_count (mode 1) */
     ws_fn evictions, need;
     size_t b0, b1, grow_evict;
     PyObject *docs, *heads, *result, *sink; /* owned */
@@ -536,15 +538,7 @@ static int list_chunk(struct job *j, Py_ssize_t k)
         } else if (j->mode == 1) {
             o = PyLong_FromSize_t(d->count);
         } else {
-            o = PyList_New((Py_ssize_t)d->count);
-            for (size_t t = 0; o && t < d->count; t++) {
-                PyObject *v = int_of(c->ids[at + t]);
-                if (!v) {
-                    Py_CLEAR(o);
-                    break;
-                }
-                PyList_SetItem(o, (Py_ssize_t)t, v);
-            }
+            o = ids_list(c->ids + at, d->count);
             at += d->count;
         }
         if (!o) return -1;
@@ -642,7 +636,6 @@ static PyObject *job_run(PyObject *self, PyObject *args)
         if (ready < j->n_chunks && ready < next + j->ahead) {
             if (ready_chunk(j, ready) < 0) goto fail;
             pthread_mutex_lock(&j->mu);
-            j->c[ready].state = CH_READY;
             j->ready++;
             if (j->waiting) pthread_cond_broadcast(&j->cv);
             pthread_mutex_unlock(&j->mu);
@@ -837,15 +830,7 @@ static PyObject *one(PyObject *self, PyObject *args)
         rc = ((encode_fn)(uintptr_t)fn_addr)((void *)(uintptr_t)ws_addr, p, len, final, out,
                                              bound, &n, &used);
         if (ts) PyEval_RestoreThread(ts);
-        if (rc == 0 && (res = PyList_New((Py_ssize_t)n)) != NULL)
-            for (size_t j = 0; j < n; j++) {
-                PyObject *v = int_of(out[j]);
-                if (!v) {
-                    Py_CLEAR(res);
-                    break;
-                }
-                PyList_SetItem(res, (Py_ssize_t)j, v);
-            }
+        if (rc == 0) res = ids_list(out, n);
     }
     Py_XDECREF(owned);
     if (rc != 0 && !res) Py_RETURN_NONE;

@@ -1026,12 +1026,11 @@ class Encoding:
         import numpy as np
 
         ids = bytearray()
-        if self._wrap is not None or self._batch(2, [text], 1, (allowed_special,
-                                                                disallowed_special),
-                                                 ids.extend) is None:
-            return np.array(self.encode(text, allowed_special=allowed_special,
-                                        disallowed_special=disallowed_special), dtype=np.uint32)
-        return np.frombuffer(ids, dtype=np.uint32)
+        special = (allowed_special, disallowed_special)
+        if self._wrap is None and self._batch(2, [text], 1, special, ids.extend) is not None:
+            return np.frombuffer(ids, dtype=np.uint32)
+        return np.array(self.encode(text, allowed_special=allowed_special,
+                                    disallowed_special=disallowed_special), dtype=np.uint32)
 
     def _batch(self, mode: int, text: Sequence[str], num_threads: int,
                special: "tuple[Any, Any] | None", sink: object = None) -> Any:
