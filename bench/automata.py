@@ -1,8 +1,8 @@
 """Token-level automata side by side in one run: edgetok's regex_automaton (plain and
 canonical), outlines-core's Index (compile) and llguidance's LLMatcher (compile, mask per
 token), on the structured-output patterns, for cl100k_base, o200k_base and Llama-3's 128k
-vocabulary (llama3; plain automata only: its tokens are not all the BPE of their bytes, so it
-has no backtracking tables for canonical mode).
+vocabulary (llama3: its tokens are not all made by its merges; pair tables without
+backtracking give it canonical automata too, README).
 
     python bench/automata.py [--encodings cl100k_base,o200k_base,llama3] [--repeat 20]
 
@@ -115,7 +115,7 @@ def main() -> None:
                 enc.regex_automaton(pattern, canonical=True)
                 canonical_modes: "tuple[bool, ...]" = (False, True)
                 c_canon = best(lambda: enc.regex_automaton(pattern, canonical=True), args.compile_repeat)
-            except ValueError:  # no backtracking tables (Llama-3): plain automata only
+            except ValueError:  # no pair tables (a regex pretokenizer): plain automata only
                 canonical_modes, c_canon = (False,), None
             c_oc = best(lambda: oc.Index(pattern, voc), args.compile_repeat) if voc is not None else None
             c_llg = None

@@ -49,6 +49,7 @@ const char *et_model_backing(const et_model *m);     /* mmap, hugetlb, thp, heap
 size_t et_model_size(const et_model *m);
 uint32_t et_model_max_token_len(const et_model *m);
 int et_model_backtracks(const et_model *m);
+int et_model_pair_tables(const et_model *m);
 int et_model_nfc(const et_model *m);
 int et_model_drops_bytes(const et_model *m);
 int et_model_bos_eos(const et_model *m, uint32_t *bos, uint32_t *eos);

@@ -201,6 +201,12 @@ class Model:
         return bool(lib.et_model_backtracks(self._h))
 
     @property
+    def pair_tables(self) -> bool:
+        """Whether pairs of tokens are tested in C (is_canonical, canonical automata): models
+        that backtrack, and those whose other tokens only ever are whole pieces (Llama-3)."""
+        return bool(lib.et_model_pair_tables(self._h))
+
+    @property
     def can_grow(self) -> bool:
         """Whether a piece growing at its end can be encoded incrementally (GrowingPiece)."""
         return (self.backtracks and not self.drops_bytes and not self.regex_split
@@ -878,7 +884,7 @@ class NativeAutomaton:
                                     out)
         if rc == lib.ET_E_ARG:
             raise ValueError("this model has no token automata" + (
-                " in canonical mode (it needs backtracking tables and a C pretokenizer)"
+                " in canonical mode (it needs pair tables and a C pretokenizer)"
                 if canonical else " (BPE models only)"))
         check(rc, "regex_automaton")
         self._model = model  # keeps the model alive while the automaton is

@@ -11,7 +11,7 @@ README). Special tokens are never
 allowed; the caller adds its end-of-sequence token where is_accepting says the text is
 complete (RegexLogitsProcessor does).
 
-canonical=True (BPE models with backtracking tables and a C pretokenizer): the state also
+canonical=True (BPE models with pair tables and a C pretokenizer): the state also
 holds the last two tokens, and a token t after the token l is allowed only if BPE could put
 them side by side: inside one piece as a valid pair (BPE of l's bytes followed by t's is
 [l, t]), or across a cut the pretokenizer may make between them. The pretokenizer looks back
@@ -24,8 +24,9 @@ carries the length of the run the text ends in (mod the group), and the digits d
 cuts exactly. Guaranteed (sound): the canonical encoding of
 every string of the language walks the automaton to an accepting state with every token
 allowed. Not guaranteed (precision): a walk to acceptance need not be canonical (a probe may
-allow a cut this text does not have); README gives the measured fractions (1.0 on integers,
-floats, dates: runs of digits are exact). A token is also
+allow a cut this text does not have; with Llama-3's vocabulary, a piece that is itself a
+token merging does not make may be spelled in the parts merging gives); README gives the
+measured fractions (1.0 on integers, floats, dates: runs of digits are exact). A token is also
 refused where it leads to a state from which no canonical text can go on within three tokens
 (after "y" of yes|no, "es" and "e" would merge with it; after "{", '"' would): the look-ahead
 that keeps walks from getting stuck. Canonical masks test each of the state's tokens against

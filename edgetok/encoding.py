@@ -626,10 +626,11 @@ class Encoding:
 
     def is_canonical(self, tokens: Sequence[int]) -> bool:
         """True iff encode_ordinary(decode_bytes(tokens)) == tokens (bytes that are not UTF-8
-        re-encoded as _encode_bytes does). For BPE models with backtracking tables and a C
-        pretokenizer (the built-ins, most GGUF / tokenizer.json byte-level BPE models) this is
-        one linear pass in C with no encoding: every piece boundary of the decoded text must be
-        a token boundary, and inside each piece every adjacent pair of tokens a valid pair.
+        re-encoded as _encode_bytes does). For BPE models with pair tables and a C
+        pretokenizer (the built-ins, GGUF / tokenizer.json byte-level BPE models, Llama-3's
+        included) this is one linear pass in C with no encoding: every piece boundary of the
+        decoded text must be a token boundary, and inside each piece every adjacent pair of
+        tokens a valid pair (and a piece that is a token, that token).
         Other models (regex pretokenizers, NFC, dropped bytes, added tokens, SentencePiece),
         and bytes that are not UTF-8, are decided by re-encoding. KeyError for unknown ids."""
         ids = list(tokens)

@@ -45,6 +45,46 @@ def tiktoken_encoding(name: str = "cl100k_base"):  # type: ignore[no-untyped-def
     return tiktoken.get_encoding(name)
 
 
+@functools.lru_cache(maxsize=None)
+def llama3():  # type: ignore[no-untyped-def]
+    """Llama-3's 128k byte-level BPE (the llama-bpe GGUF of the llama-cpp-python sdist, fetched
+    once like the other reference data) as edgetok loads it, and a tiktoken Encoding of the same
+    ranks and pattern: the reference for its ids (test_hf checks edgetok's against Hugging
+    Face's on the GGUF's own test strings)."""
+    import tiktoken
+
+    import edgetok
+    from edgetok.fetch import sdist_members
+
+    path = next(iter(sdist_members("llama-cpp-python", "0.3.36",
+                                   ["models/ggml-vocab-llama-bpe.gguf"]).values()))
+    enc = edgetok.load(str(path))
+    ranks = {enc.model.token_bytes(i): i for i in range(enc.model.n_vocab)
+             if enc.model.token_bytes(i) and not enc.is_special_token(i)}
+    return enc, tiktoken.Encoding("llama3", pat_str=enc._pat_str, mergeable_ranks=ranks,
+                                  special_tokens={})
+
+
+def bpe_merge(ranks: dict[bytes, int], data: bytes) -> "tuple[list[bytes], tuple[bytes, bytes] | None]":
+    """BPE of data by rank (the lowest-ranked adjacent pair that is a token merges first,
+    leftmost among equals), with no look-up of data as a whole: what merges make of it, and the
+    two parts the last merge joined (None: no merge)."""
+    parts = [data[i:i + 1] for i in range(len(data))]
+    last = None
+    while len(parts) > 1:
+        best = None
+        for j in range(len(parts) - 1):
+            r = ranks.get(parts[j] + parts[j + 1])
+            if r is not None and (best is None or r < best[0]):
+                best = (r, j)
+        if best is None:
+            break
+        j = best[1]
+        last = (parts[j], parts[j + 1])
+        parts[j:j + 2] = [parts[j] + parts[j + 1]]
+    return parts, last
+
+
 def corpora() -> dict[str, str]:
     from edgetok import samples
 

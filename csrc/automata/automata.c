@@ -62,6 +62,7 @@ struct et_automaton {
                        * none (the row's classes beyond AUT_CLS) */
     uint16_t *n_cls;  /* canonical: per row, its classes (<= AUT_CLS) */
     const struct et_pairset *ps; /* canonical, rows of AUT_LONG entries: the model's pair set */
+    const uint64_t *odd; /* canonical, ET_FLAG_WHOLE models: et_odd_of(m) (see pair_valid) */
     uint64_t *inv;    /* AUT_SCRATCH bitsets of the pair set, each for one mask at a time */
     _Atomic uint8_t *busy; /* AUT_SCRATCH: inv's bitsets taken */
     size_t bytes;     /* memory held */
@@ -416,9 +417,11 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
     *out = NULL;
     for (size_t i = 0; i < (size_t)n * 256u; i++)
         if (trans[i] < -1 || trans[i] >= (int32_t)n) return ET_E_ARG;
-    if ((flags & ET_AUT_CANONICAL) && (!(m->flags & ET_FLAG_BACKTRACK) ||
+    if ((flags & ET_AUT_CANONICAL) && (!(m->flags & (ET_FLAG_BACKTRACK | ET_FLAG_WHOLE)) ||
                                        m->pretok == ET_PRETOK_REGEX || m->n_vocab > 0x1FFFFFFFu))
         return ET_E_ARG;
+    const uint64_t *odd = (flags & ET_AUT_CANONICAL) ? et_odd_of(m) : NULL;
+    if ((flags & ET_AUT_CANONICAL) && (m->flags & ET_FLAG_WHOLE) && !odd) return ET_E_NOMEM;
     const uint32_t V = m->n_vocab, depth = m->max_token_len + 1u;
     et_automaton *a = calloc(1, sizeof *a);
     uint32_t *first = malloc((size_t)m->n_cells * 4u), *sib = malloc((size_t)m->n_cells * 4u);
@@ -430,6 +433,7 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
     int rc = ET_E_NOMEM;
     if (!a || !first || !sib || !row_of || !dfa_of || !next_of || !seen || !st) goto done;
     a->m = m;
+    a->odd = odd;
     a->n_vocab = V;
     a->flags = flags;
     a->row = malloc(((size_t)n + 1u) * 4u);
@@ -713,7 +717,10 @@ static inline uint32_t aut_concat(const et_model *m, uint32_t x, uint32_t y)
  * slot ((x' << 29 | y') << 3 | exists << 2 | rest << 1 | 1; ids < 2^29), direct-mapped, for
  * every mask and thread: a later test stops at the first pair it finds there. Relaxed atomic
  * loads and stores of whole slots, each a fact: a race loses a fact, never makes one up.
- * apart: the caller knows xy is no token (the first pair is neither looked up nor kept). */
+ * apart: the caller knows xy is no token (the first pair is neither looked up nor kept).
+ * A pair with an odd token (a->odd: the walk does not hold for it) is asked of et_valid_pair
+ * and its answer kept in its slot as a walk's last pair's (no token; rest = the answer): only
+ * a test's first pair can be odd (the parts of other tokens are not). */
 #define AUT_PATH 64u /* pairs of one test remembered */
 static int pair_valid(const et_automaton *a, uint32_t x, uint32_t y, int apart)
 {
@@ -721,6 +728,15 @@ static int pair_valid(const et_automaton *a, uint32_t x, uint32_t y, int apart)
     if (x >= m->n_vocab || y >= m->n_vocab || m->tnode[x] == ET_NONE || m->tnode[y] == ET_NONE)
         return 0;
     const unsigned shift = 64u - a->pair_bits;
+    if (a->odd && ((a->odd[x >> 6] >> (x & 63u) & 1u) || (a->odd[y >> 6] >> (y & 63u) & 1u))) {
+        const uint64_t key = (uint64_t)x << 29 | y;
+        _Atomic uint64_t *slot = &a->pairs[(key * 0x9E3779B97F4A7C15ull) >> shift];
+        const uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
+        if ((v >> 3) == key && (v & 1u)) return (int)(v >> 1 & 1u);
+        const int res = et_valid_pair(m, x, y);
+        atomic_store_explicit(slot, key << 3 | (uint64_t)res << 1 | 1u, memory_order_relaxed);
+        return res;
+    }
     uint64_t path[AUT_PATH];
     uint32_t n = 0, limit = ET_NONE;
     int res = 1;
@@ -886,6 +902,7 @@ static int pair_valid_apart(const et_automaton *a, uint32_t l, uint32_t t, uint3
 {
     const et_model *m = a->m;
     uint32_t y = t;
+    if (a->odd && t < m->n_vocab && (a->odd[t >> 6] >> (t & 63u) & 1u)) return pair_valid(a, l, t, 0);
     while (y < m->n_vocab && !(l > y)) {
         const uint32_t y2 = m->split[2u * y];
         if (y2 == y || y2 >= m->n_vocab) break;
@@ -906,7 +923,7 @@ static inline int pair_of(const et_automaton *a, const struct pctx *x, uint32_t 
     struct pinv *pi = x->pi;
     if (pi && !pi->made) pi->made = et_pairset_invalid(pi->ps, x->l, pi->bits) ? 1 : -1;
     int res;
-    if (pi && pi->made > 0)
+    if (pi && pi->made > 0 && !(a->odd && (a->odd[t >> 6] >> (t & 63u) & 1u)))
         res = !(pi->bits[pi->pos[t] >> 6] >> (pi->pos[t] & 63u) & 1u);
     else
         res = apart ? pair_valid_apart(a, x->l, t, x->apart) : pair_valid(a, x->l, t, 0);

@@ -182,11 +182,19 @@ static uint32_t concat(const et_model *m, uint32_t a, uint32_t b)
     return s == ET_NONE ? ET_NONE : et_value(m, s);
 }
 
+static int odd_pair(const et_model *m, uint32_t a, uint32_t b);
+
 /* Whether BPE of a's bytes followed by b's gives exactly [a, b]: unwind the later of the two
  * merges across the boundary, one step at a time, and fail as soon as BPE would have merged
- * the two current parts (a lower rank than the merge it is being compared with). */
+ * the two current parts (a lower rank than the merge it is being compared with). That needs
+ * merges ranked above their parts all down both trees: ET_FLAG_WHOLE models' other tokens
+ * (et_odd_of) are asked of odd_pair. */
 static int valid_pair(const et_model *m, uint32_t a, uint32_t b)
 {
+    if (m->flags & ET_FLAG_WHOLE) {
+        const int k = odd_pair(m, a, b);
+        if (k >= 0) return k;
+    }
     uint32_t limit = ET_NONE;
     for (uint32_t guard = 2 * m->max_token_len + 2; guard; guard--) {
         uint32_t c = concat(m, a, b);
@@ -206,6 +214,73 @@ static int valid_pair_cached(et_ws *ws, uint32_t a, uint32_t b)
     if ((*slot & ~(uint64_t)0x80000000u) == key && *slot) return (int)(*slot >> 31 & 1u);
     int ok = valid_pair(ws->m, a, b);
     *slot = key | (uint64_t)ok << 31;
+    return ok;
+}
+
+/* ET_FLAG_WHOLE models: the tokens et_pair_unwind cannot take (model.h), in one pass by id (a
+ * token is odd if a part ranks above it, or is odd and so ranks below it). */
+static uint64_t *odd_build(const et_model *m)
+{
+    uint64_t *bits = calloc((size_t)m->n_vocab / 64u + 1u, 8u);
+    if (!bits) return NULL;
+    for (uint32_t t = 0; t < m->n_vocab; t++) {
+        const uint32_t a = m->split[2u * t], b = m->split[2u * t + 1u];
+        if (a == t && b == t) continue; /* a byte, or no ordinary token */
+        if (a >= t || b >= t || (bits[a >> 6] >> (a & 63u) & 1u) || (bits[b >> 6] >> (b & 63u) & 1u))
+            bits[t >> 6] |= (uint64_t)1 << (t & 63u);
+    }
+    return bits;
+}
+
+const uint64_t *et_odd_of(const et_model *m)
+{
+    if (!m || m->kind != ET_KIND_BPE || !(m->flags & ET_FLAG_WHOLE)) return NULL;
+    _Atomic(uint64_t *) *slot = &((et_model *)m)->odd; /* (allocated, not const) */
+    uint64_t *bits = atomic_load_explicit(slot, memory_order_acquire);
+    if (bits) return bits;
+    uint64_t *mine = odd_build(m), *none = NULL;
+    if (!mine) return NULL;
+    if (atomic_compare_exchange_strong_explicit(slot, &none, mine, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return mine;
+    free(mine); /* another thread's came first */
+    return none;
+}
+
+/* valid_pair(a, b) of an ET_FLAG_WHOLE model where a or b is odd (et_odd_of): 0 where one is
+ * a whole piece only (BPE never makes it inside a longer piece), else whether merging their
+ * bytes gives [a, b]; -1 where neither is odd (the pair walk holds). 0 where memory runs out
+ * (pairs of more than 256 bytes) or the bits are not there. */
+static int odd_pair(const et_model *m, uint32_t a, uint32_t b)
+{
+    const uint64_t *odd = et_odd_of(m);
+    if (!odd || a >= m->n_vocab || b >= m->n_vocab) return 0;
+    if (!(odd[a >> 6] >> (a & 63u) & 1u) && !(odd[b >> 6] >> (b & 63u) & 1u)) return -1;
+    const uint8_t *pa = NULL, *pb = NULL;
+    const uint32_t la = et_tok(m, a, &pa), lb = et_tok(m, b, &pb);
+    if (m->split[2u * a] == ET_NONE || m->split[2u * b] == ET_NONE || !la || !lb ||
+        m->tnode[a] == ET_NONE || m->tnode[b] == ET_NONE)
+        return 0;
+    enum { ODD_MAX = 256 };
+    const size_t n = (size_t)la + lb;
+    uint64_t smem[(24u * ODD_MAX + 4u) / 8u + 1u], *mem = smem;
+    uint32_t sids[ODD_MAX], *ids = sids;
+    uint8_t sbuf[ODD_MAX], *buf = sbuf;
+    void *heap = NULL;
+    if (n > ODD_MAX) {
+        const size_t words = (24u * n + 4u) / 8u + 1u;
+        if (!(heap = malloc(words * 8u + n * 4u + n))) return 0;
+        mem = heap;
+        ids = (uint32_t *)(mem + words);
+        buf = (uint8_t *)(ids + n);
+    }
+    memcpy(buf, pa, la);
+    memcpy(buf + la, pb, lb);
+    int ok = 1;
+    for (size_t i = 0; i < n && ok; i++) /* (small_merge's start: a damaged model may lack one) */
+        ok = et_trie_next(m, 0, buf[i]) != ET_NONE;
+    ok = ok && small_merge(m, buf, (uint32_t)n, mem, ids, 1) == 2 && ids[0] == a && ids[1] == b;
+    free(heap);
     return ok;
 }
 
@@ -281,7 +356,7 @@ int et_bpe_tables(const et_model *m, uint32_t *split, uint32_t *prefix, uint32_t
     size_t cap = (size_t)m->max_token_len + 1;
     uint64_t *mem = malloc(cap * 24 + 64);
     uint32_t *ids = malloc(cap * 4);
-    int ok = 1;
+    int ok = 1, odd = 0; /* odd: a token BPE does not make from its bytes, or from lower ranks */
     if (!mem || !ids) { free(mem); free(ids); return -1; }
     for (uint32_t t = 0; t < m->n_vocab; t++) {
         const uint8_t *q = NULL;
@@ -296,28 +371,33 @@ int et_bpe_tables(const et_model *m, uint32_t *split, uint32_t *prefix, uint32_t
             if (m->byteids[q[i]] == ET_NONE) ordinary = 0; /* holds a dropped byte: unreachable */
         tnode[t] = ordinary ? s : ET_NONE;
         prefix[t] = ordinary ? pre : ET_NONE;
-        if (!ordinary || len < 2) continue;
-        if (small_merge(m, q, len, mem, ids, 2) != 2 || concat(m, ids[0], ids[1]) != t ||
-            ids[0] >= t || ids[1] >= t) {
-            ok = 0; /* a token that BPE cannot make from its own bytes, or not from lower ranks */
+    }
+    for (uint32_t t = 0; t < m->n_vocab; t++) { /* (concat reads the parts' TNODE: all first) */
+        const uint8_t *q = NULL;
+        const uint32_t len = et_tok(m, t, &q);
+        if (tnode[t] == ET_NONE || len < 2) continue;
+        if (small_merge(m, q, len, mem, ids, 2) != 2 || concat(m, ids[0], ids[1]) != t) {
+            split[2 * t] = split[2 * t + 1] = ET_NONE; /* BPE never makes it: a whole piece only */
+            odd = 1;
             continue;
         }
         split[2 * t] = ids[0];
         split[2 * t + 1] = ids[1];
+        if (ids[0] >= t || ids[1] >= t) odd = 1; /* made by a merge ranked below a part */
     }
     /* every token must be what the backtracking encoder makes of its bytes (as the crate checks) */
     et_model probe = *m;
     probe.split = split;
     probe.prefix = prefix;
     probe.tnode = tnode;
-    for (uint32_t t = 0; ok && t < m->n_vocab; t++) {
+    for (uint32_t t = 0; !odd && ok && t < m->n_vocab; t++) {
         const uint8_t *q = NULL;
         uint32_t len = et_tok(m, t, &q);
         if (tnode[t] != ET_NONE && (bt_merge(NULL, &probe, q, len, mem, ids) != 1 || ids[0] != t)) ok = 0;
     }
     free(mem);
     free(ids);
-    return ok;
+    return odd ? ET_FLAG_WHOLE : ok ? ET_FLAG_BACKTRACK : 0;
 }
 
 /* Min-heap of (rank << 32 | position): pops the lowest rank, leftmost first. */
@@ -1383,9 +1463,10 @@ int et_is_canonical(et_ws *ws, const uint32_t *ids, size_t n, char *buf, size_t 
     if (!ws || (!ids && n) || !verdict) return ET_E_ARG;
     const et_model *m = ws->m;
     *verdict = 0;
-    if (m->kind != ET_KIND_BPE || !(m->flags & ET_FLAG_BACKTRACK) ||
+    if (m->kind != ET_KIND_BPE || !(m->flags & (ET_FLAG_BACKTRACK | ET_FLAG_WHOLE)) ||
         (m->flags & (ET_FLAG_GAPS | ET_FLAG_NFC)) || m->pretok == ET_PRETOK_REGEX)
         return ET_E_ARG;
+    if ((m->flags & ET_FLAG_WHOLE) && !et_odd_of(m)) return ET_E_NOMEM;
     for (uint32_t i = 0; i < m->n_specials; i++)
         if (m->specials[i] & ET_SPECIAL_ADDED) return ET_E_ARG; /* matched in ordinary text */
     size_t len = 0;
@@ -1401,6 +1482,13 @@ int et_is_canonical(et_ws *ws, const uint32_t *ids, size_t n, char *buf, size_t 
     while (pos < len) {
         const size_t e = next_piece(m, t, len, pos);
         uint32_t prev = ET_NONE;
+        if (m->flags & ET_FLAG_WHOLE) { /* a piece that is a token is that token (the encoder
+                                           looks first), whether BPE makes it or not */
+            const uint32_t s = e - pos <= m->max_token_len ? et_trie_walk(m, 0, t + pos, e - pos)
+                                                            : ET_NONE;
+            const uint32_t w = s == ET_NONE ? ET_NONE : et_value(m, s);
+            if (w != ET_NONE && (k >= n || ids[k] != w)) return ET_OK;
+        }
         while (pos < e && k < n) { /* (k < n: a damaged model's empty token) */
             const uint32_t tok = ids[k++];
             const uint8_t *q;
@@ -1417,7 +1505,7 @@ int et_is_canonical(et_ws *ws, const uint32_t *ids, size_t n, char *buf, size_t 
 
 int et_valid_pair(const et_model *m, uint32_t a, uint32_t b)
 {
-    if (!m || m->kind != ET_KIND_BPE || !(m->flags & ET_FLAG_BACKTRACK) || a >= m->n_vocab ||
+    if (!m || m->kind != ET_KIND_BPE || !(m->flags & (ET_FLAG_BACKTRACK | ET_FLAG_WHOLE)) || a >= m->n_vocab ||
         b >= m->n_vocab || m->tnode[a] == ET_NONE || m->tnode[b] == ET_NONE)
         return 0;
     return valid_pair(m, a, b);

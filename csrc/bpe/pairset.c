@@ -24,6 +24,11 @@
  * lengths (at least 1) add up to its own (so spines are shorter than max_token_len and the pair
  * test's guard is never reached). tests/test_automata.py compares every pair of real
  * vocabularies' tokens for sampled l with et_valid_pair.
+ *
+ * ET_FLAG_WHOLE models: the odd tokens (et_odd_of) are atoms here and no token's part (no
+ * other token's spine holds one): a token that only a whole piece can be is no valid pair with
+ * any token, like those outside the trie; the bits of the others (merged below a part) are
+ * not this set's to give (the caller asks et_valid_pair), and after such an l there is none.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -40,7 +45,11 @@ struct et_pairset {
     uint32_t *kids;     /* by descending id */
     uint32_t *ext_off;  /* n + 1: its extensions in ext[] */
     uint32_t *ext;      /* (c, b) with c = a·b, c ascending, per token a */
-    uint32_t *lone;     /* n_lone: the places of the tokens outside the trie */
+    uint32_t *lone;     /* n_lone: the places of the tokens outside the trie (and of those
+                           only a whole piece can be) */
+    const uint64_t *odd;     /* ET_FLAG_WHOLE: et_odd_of (else NULL) */
+    const uint32_t *msplit;  /* the model's SPLIT (ET_NONE: only a whole piece) */
+    uint32_t *own;           /* ET_FLAG_WHOLE: SPLIT with the odd tokens as atoms (= split) */
     size_t bytes;
 };
 
@@ -54,11 +63,12 @@ void et_pairset_free(struct et_pairset *ps)
     free(ps->ext_off);
     free(ps->ext);
     free(ps->lone);
+    free(ps->own);
     free(ps);
 }
 
 /* Whether the tables hold what the invalid sets rely on (see the top). */
-static int consistent(const et_model *m)
+static int consistent(const et_model *m, const uint32_t *split)
 {
     const uint32_t n = m->n_vocab;
     for (uint32_t s = 0; s < m->n_cells; s++) {
@@ -66,7 +76,7 @@ static int consistent(const et_model *m)
         if (v != ET_NONE && (v >= n || m->tnode[v] != s)) return 0;
     }
     for (uint32_t t = 0; t < n; t++) {
-        const uint32_t l = m->split[2u * t], r = m->split[2u * t + 1u];
+        const uint32_t l = split[2u * t], r = split[2u * t + 1u];
         const uint8_t *p = NULL;
         const uint32_t len = et_tok(m, t, &p);
         if (m->tnode[t] == ET_NONE) {
@@ -185,32 +195,56 @@ static int extensions(const et_model *m, struct et_pairset *ps)
     return 1;
 }
 
+/* Whether t is only ever a whole piece (ET_FLAG_WHOLE) or outside the trie. */
+static int lone(const struct et_pairset *ps, uint32_t t)
+{
+    return ps->tnode[t] == ET_NONE || (ps->odd && ps->msplit[2u * t] == ET_NONE);
+}
+
 static struct et_pairset *build(const et_model *m)
 {
-    if (m->kind != ET_KIND_BPE || !(m->flags & ET_FLAG_BACKTRACK) || !m->n_vocab ||
-        m->n_vocab > (1u << 30) || !consistent(m))
+    if (m->kind != ET_KIND_BPE || !(m->flags & (ET_FLAG_BACKTRACK | ET_FLAG_WHOLE)) ||
+        !m->n_vocab || m->n_vocab > (1u << 30))
         return NULL;
+    const uint64_t *odd = et_odd_of(m); /* (NULL unless ET_FLAG_WHOLE) */
+    if ((m->flags & ET_FLAG_WHOLE) && !odd) return NULL;
     struct et_pairset *ps = calloc(1, sizeof *ps);
     if (!ps) return NULL;
     const size_t n = m->n_vocab;
     ps->n = m->n_vocab;
     ps->split = m->split;
+    ps->msplit = m->split;
+    ps->odd = odd;
+    if (odd) {
+        if (!(ps->own = malloc(n * 2u * sizeof *ps->own))) {
+            free(ps);
+            return NULL;
+        }
+        memcpy(ps->own, m->split, n * 2u * sizeof *ps->own);
+        for (uint32_t t = 0; t < ps->n; t++)
+            if (odd[t >> 6] >> (t & 63u) & 1u) ps->own[2u * t] = ps->own[2u * t + 1u] = t;
+        ps->split = ps->own;
+    }
+    if (!consistent(m, ps->split)) {
+        et_pairset_free(ps);
+        return NULL;
+    }
     ps->tnode = m->tnode;
     ps->pos = malloc(n * sizeof *ps->pos);
     ps->end = malloc(n * sizeof *ps->end);
     ps->kid_off = calloc(n + 1u, sizeof *ps->kid_off);
     ps->kids = malloc(n * sizeof *ps->kids);
     ps->ext_off = calloc(n + 1u, sizeof *ps->ext_off);
-    for (uint32_t t = 0; t < ps->n; t++) ps->n_lone += m->tnode[t] == ET_NONE;
+    for (uint32_t t = 0; t < ps->n; t++) ps->n_lone += (uint32_t)lone(ps, t);
     ps->lone = malloc((ps->n_lone ? ps->n_lone : 1u) * sizeof *ps->lone);
-    ps->bytes = sizeof *ps + n * 20u + 8u + ps->n_lone * 4u;
+    ps->bytes = sizeof *ps + n * (odd ? 28u : 20u) + 8u + ps->n_lone * 4u;
     if (!ps->pos || !ps->end || !ps->kid_off || !ps->kids || !ps->ext_off || !ps->lone ||
         !forest(ps) || !extensions(m, ps)) {
         et_pairset_free(ps);
         return NULL;
     }
     for (uint32_t t = 0, k = 0; t < ps->n; t++)
-        if (m->tnode[t] == ET_NONE) ps->lone[k++] = ps->pos[t];
+        if (lone(ps, t)) ps->lone[k++] = ps->pos[t];
     return ps;
 }
 
@@ -270,7 +304,8 @@ static void fill(uint64_t *bits, uint32_t a, uint32_t b) /* bits [a, b) */
 int et_pairset_invalid(const struct et_pairset *ps, uint32_t l, uint64_t *bits)
 {
     if (l >= ps->n) return 0;
-    if (ps->tnode[l] == ET_NONE) { /* no pair with l is valid */
+    if (ps->odd && !lone(ps, l) && (ps->odd[l >> 6] >> (l & 63u) & 1u)) return 0; /* (the top) */
+    if (lone(ps, l)) { /* no pair with l is valid */
         memset(bits, 0xFF, et_pairset_words(ps) * sizeof *bits);
         return 1;
     }

@@ -1,5 +1,5 @@
 /* fuzz_automata: token-level automata (csrc/automata) on the models of ET_FUZZ_MODELS, and on
- * small models made of the first 3,000 ids of each BPE model that backtracks.
+ * small models made of the first 3,000 ids of each BPE model with pair tables.
  *
  * Input: byte 0 picks the model, byte 1 the mode.
  *   mode & 1 == 0: soundness. The rest is a text (UTF-8 only; other inputs are skipped); its
@@ -65,7 +65,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     n_models = fz_open_models("fuzz_automata", models, MAX_MODELS / 2u);
     for (size_t i = 0, n = n_models; i < n; i++) {
         small_of[i] = i;
-        if (et_model_kind(models[i]) == ET_MODEL_BPE && et_model_backtracks(models[i])) {
+        if (et_model_kind(models[i]) == ET_MODEL_BPE && et_model_pair_tables(models[i])) {
             small_of[i] = small_of[n_models] = n_models;
             models[n_models++] = small_model(models[i]);
         }

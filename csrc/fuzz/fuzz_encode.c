@@ -316,6 +316,7 @@ static void bpe_checks(et_ws **wsp, et_ws **fresh, const et_model *m, const uint
     }
     if (!gaps && (m->flags & ET_FLAG_BACKTRACK) && longest && longest <= 1024)
         grow_checks(ws, m, t + lstart, (uint32_t)longest, par[0]);
+    pair_checks(m, t, len);
     free(pe);
     free(a);
 }

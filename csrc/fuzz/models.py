@@ -2,7 +2,8 @@
 the four built-in encodings (cl100k, o200k, and the GPT-2 pattern's r50k and p50k), a
 SentencePiece Unigram and a SentencePiece BPE model (sentencepiece's own test models when
 the sdist is cached, else trained here on the shipped sample texts), and, when the llama.cpp
-vocabularies are cached, MPT's (a BPE model that drops bytes it has no token for), and two
+vocabularies are cached, MPT's (a BPE model that drops bytes it has no token for) and
+Llama-3's (tokens that BPE does not make from their bytes: only whole pieces), and two
 WordPiece models: MiniLM's uncased BERT vocabulary when its wheel's files are cached (else
 bge's GGUF, else none) and a cased one without accent stripping or CJK spaces, trained here.
 Prints the paths, one a line, in the order fuzz_encode's first byte picks them."""
@@ -51,11 +52,12 @@ def main(out: Path) -> None:
         dst = out / (src.stem + ".etok")
         dst.write_bytes(compile_source(src))
         paths.append(dst)
-    mpt = sorted(CACHE.glob("llama-cpp-python-*/files/models_ggml-vocab-mpt.gguf"))
-    if mpt:
-        dst = out / "mpt.etok"
-        dst.write_bytes(compile_source(mpt[0]))
-        paths.append(dst)
+    for name in ("mpt", "llama-bpe"):  # bytes dropped; tokens only a whole piece can be
+        gguf = sorted(CACHE.glob(f"llama-cpp-python-*/files/models_ggml-vocab-{name}.gguf"))
+        if gguf:
+            dst = out / f"{name}.etok"
+            dst.write_bytes(compile_source(gguf[0]))
+            paths.append(dst)
     paths += wordpiece_models(out)
     print("\n".join(map(str, paths)))
 

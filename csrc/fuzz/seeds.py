@@ -103,6 +103,12 @@ def main() -> None:
         m = Model.open(str(DATA / f"{name}.etok"))
         toks = [m.token_bytes(i) for i in range(600)]
         put("load", compile_bpe([t for t in toks if t], pretok, param))
+    # pair tables without backtracking (ET_FLAG_WHOLE): "xyz" is no merge of its bytes (a whole
+    # piece only), "pqr" is merged from "pq", which ranks after it
+    small = [bytes([b]) for b in range(256)] + [b"xyz", b"pqr", b"pq", b"th", b"the", b" the"]
+    img = compile_bpe(small, 1, 3)
+    assert Model.from_bytes(img).pair_tables and not Model.from_bytes(img).backtracks
+    put("load", img)
     words = [b"\xe2\x96\x81" + w for w in (b"the", b"a", b"of", b"and", b"to", b"in", b"is")]
     chars = [bytes([c]) for c in b"abcdefghijklmnopqrstuvwxyz.,'"] + [b"\xe2\x96\x81"]
     bytes_ = [b"<0x%02X>" % b for b in range(256)]

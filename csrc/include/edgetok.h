@@ -103,6 +103,11 @@ uint32_t et_model_max_token_len(const et_model *m);
  * the compiler enables backtracking when every token is the BPE of its own bytes. */
 int et_model_backtracks(const et_model *m);
 
+/* Whether et_valid_pair, et_is_canonical and canonical automata have the tables they need (1):
+ * backtracking models, and those whose other tokens are not the BPE of their bytes (Llama-3's
+ * 128k: such a token only ever is a whole piece). */
+int et_model_pair_tables(const et_model *m);
+
 /* The model family: ET_MODEL_BPE (tiktoken-style byte-level BPE), ET_MODEL_UNIGRAM
  * (SentencePiece Unigram: normaliser, Viterbi over piece scores, byte fallback) or
  * ET_MODEL_SP_BPE (SentencePiece BPE: the same normaliser, merges by piece score). */
@@ -289,13 +294,14 @@ int et_decode_part(const et_model *m, const uint32_t *ids, size_t n, unsigned fl
 /* *verdict = 1 if ids[0..n) are exactly et_encode of their own bytes (written to buf[0..cap),
  * cap from et_decode_len), 0 if not, -1 if the bytes are not UTF-8 (not decided here), in one
  * linear pass with no encoding: piece boundaries against the pretokenizer, pairs inside pieces
- * with the backtracking encoder's pair test. ET_E_ARG for models without backtracking tables,
+ * with the backtracking encoder's pair test. ET_E_ARG for models without pair tables,
  * with a regex pretokenizer, NFC, dropped bytes or added tokens (re-encode to decide). */
 int et_is_canonical(et_ws *ws, const uint32_t *ids, size_t n, char *buf, size_t cap,
                     int *verdict);
 
 /* 1 if BPE of token a's bytes followed by token b's gives exactly [a, b] (both ordinary
- * tokens of a model where et_model_backtracks() is 1), else 0. */
+ * tokens of a model where et_model_pair_tables() is 1; not a token that only a whole piece
+ * can be), else 0. */
 int et_valid_pair(const et_model *m, uint32_t a, uint32_t b);
 
 /* ---- token-level automata (constrained decoding) ----------------------------------------- */

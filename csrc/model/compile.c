@@ -288,7 +288,7 @@ int et_compile_image(const uint8_t *bytes, const uint32_t *off, const uint32_t *
                                (uint32_t *)(img + h.sec[ET_SEC_TNODE].off));
         et_model_close(m);
         if (ok < 0) { rc = ET_E_NOMEM; goto done; }
-        h.flags = x->flags | gaps | (ok ? ET_FLAG_BACKTRACK : 0);
+        h.flags = x->flags | gaps | (uint32_t)ok; /* ET_FLAG_BACKTRACK, ET_FLAG_WHOLE or 0 */
         memcpy(img, &h, sizeof h);
     }
     h.checksum = et_image_checksum(img, pos);

@@ -301,6 +301,7 @@ void et_model_close(et_model *m)
 {
     if (!m) return;
     et_pairset_free(atomic_load_explicit(&m->pairset, memory_order_acquire));
+    free(atomic_load_explicit(&m->odd, memory_order_acquire));
     if (m->map) munmap(m->map, m->map_len);
     free(m);
 }
@@ -364,7 +365,9 @@ static int check_tables(const et_model *m)
         const uint8_t *p = NULL;
         uint32_t l = et_tok(m, t, &p), s = m->tnode[t];
         if (s != ET_NONE && (s >= m->n_cells || et_value(m, s) != t)) return ET_E_FORMAT;
-        if (!(m->flags & ET_FLAG_BACKTRACK)) continue; /* PREFIX, SPLIT: backtracking only */
+        const int whole = (m->flags & ET_FLAG_WHOLE) != 0;
+        if (!(m->flags & ET_FLAG_BACKTRACK) && !whole) continue; /* PREFIX, SPLIT: not else */
+        if ((m->flags & ET_FLAG_BACKTRACK) && whole) return ET_E_FORMAT;
         uint32_t pre = m->prefix[t], a = m->split[2u * t], b = m->split[2u * t + 1u];
         if (pre != ET_NONE) { /* a shorter token that t's bytes start with */
             const uint8_t *q = NULL;
@@ -372,7 +375,10 @@ static int check_tables(const et_model *m)
             if (!lp || lp >= l || memcmp(p, q, lp) != 0) return ET_E_FORMAT;
         }
         if (a == t && b == t) continue;
-        if (a >= t || b >= t || (uint64_t)et_tok(m, a, &p) + et_tok(m, b, &p) != l)
+        if (whole && a == ET_NONE && b == ET_NONE && s != ET_NONE) continue; /* a whole piece only */
+        /* (ET_FLAG_WHOLE: parts may rank above the token; they are shorter all the same) */
+        if ((whole ? a >= m->n_vocab || b >= m->n_vocab || a == t || b == t : a >= t || b >= t) ||
+            (uint64_t)et_tok(m, a, &p) + et_tok(m, b, &p) != l)
             return ET_E_FORMAT;
     }
     return ET_OK;
@@ -401,6 +407,10 @@ const char *et_model_backing(const et_model *m) { return backing_names[m->backin
 size_t et_model_size(const et_model *m) { return m->size; }
 uint32_t et_model_max_token_len(const et_model *m) { return m->max_token_len; }
 int et_model_backtracks(const et_model *m) { return (m->flags & ET_FLAG_BACKTRACK) != 0; }
+int et_model_pair_tables(const et_model *m)
+{
+    return m->kind == ET_KIND_BPE && (m->flags & (ET_FLAG_BACKTRACK | ET_FLAG_WHOLE)) != 0;
+}
 int et_model_nfc(const et_model *m) { return (m->flags & ET_FLAG_NFC) != 0; }
 int et_model_drops_bytes(const et_model *m) { return (m->flags & ET_FLAG_GAPS) != 0; }
 int et_model_special_is_added(const et_model *m, uint32_t i)

@@ -55,6 +55,11 @@
 #define ET_FLAG_BACKTRACK 1u
 #define ET_SPECIAL_ADDED 0x80000000u /* in SPECIALS: an added token matched in ordinary text */
 #define ET_FLAG_NFC 2u /* text is NFC-normalised before encoding (by the caller) */
+#define ET_FLAG_WHOLE 8u /* never with ET_FLAG_BACKTRACK: SPLIT, PREFIX and TNODE are filled as
+                           for it, but some tokens are not the BPE of their own bytes (ranks
+                           as Llama-3's: a merge ranked below its parts, or a token BPE never
+                           makes from its bytes, which only a whole piece can be: SPLIT
+                           {ET_NONE, ET_NONE}); the pair test holds with them (et_odd_of) */
 #define ET_FLAG_GAPS 4u /* some bytes have no token: they are dropped before merging, as
                            Hugging Face's BPE drops characters it has no token for */
 
@@ -149,6 +154,7 @@ struct et_model {
     int backing;     /* index into the names of et_model_backing() */
     _Atomic(struct et_pairset *) pairset; /* built on first use (et_pairset_of), or NULL */
     _Atomic int pairset_failed;           /* the tables do not allow one */
+    _Atomic(uint64_t *) odd;              /* ET_FLAG_WHOLE: et_odd_of's bitset, or NULL */
 };
 
 /* csrc/bpe/pairset.c: the tokens that et_valid_pair refuses after a token l, for every token
@@ -166,7 +172,9 @@ const uint32_t *et_pairset_pos(const struct et_pairset *ps);
 /* What et_pairset_invalid(ps, l, ...) costs: the ranges it fills (one a token c that extends a
  * token of l's right spine below its parent there). */
 size_t et_pairset_cost(const struct et_pairset *ps, uint32_t l);
-/* bits (et_pairset_words) := the tokens t with !et_valid_pair(l, t); 0 when l >= n_vocab. */
+/* bits (et_pairset_words) := the tokens t with !et_valid_pair(l, t), but for the odd tokens
+ * of ET_FLAG_WHOLE models that BPE makes (et_odd_of, SPLIT not ET_NONE: not set here, ask
+ * et_valid_pair); 0 when l >= n_vocab or l is such a token. */
 int et_pairset_invalid(const struct et_pairset *ps, uint32_t l, uint64_t *bits);
 
 /* The trie child of cell s on byte c, or ET_NONE, for w words per cell. */
@@ -255,8 +263,16 @@ static inline int et_pair_unwind(const struct et_model *m, uint32_t *a, uint32_t
 }
 
 /* Fills the SPLIT, PREFIX and TNODE tables of a model whose other sections are complete;
- * returns 1 when they are consistent for the backtracking encoder (see ET_FLAG_BACKTRACK). */
+ * returns ET_FLAG_BACKTRACK when they are consistent for the backtracking encoder,
+ * ET_FLAG_WHOLE when they are but for tokens that are not the BPE of their own bytes or are
+ * made by a merge ranked below a part, 0 when neither, -1 when memory ran out. */
 int et_bpe_tables(const struct et_model *m, uint32_t *split, uint32_t *prefix, uint32_t *tnode);
+
+/* ET_FLAG_WHOLE models: a bitset of the tokens the pair walk (et_pair_unwind) cannot take,
+ * built on the first call and kept until et_model_close (any thread): those with SPLIT
+ * {ET_NONE, ET_NONE} (whole pieces only) and those whose merge tree has a merge ranked below
+ * a part (valid_pair asks BPE itself); NULL for other models or where memory ran out. */
+const uint64_t *et_odd_of(const struct et_model *m);
 
 /* In token end offsets (ends[]): the last token of a piece (BPE) or a word (WordPiece). */
 #define ET_PIECE_END ((size_t)1 << (sizeof(size_t) * 8 - 1))
