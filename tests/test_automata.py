@@ -306,6 +306,26 @@ def test_canonical_precision(enc):  # type: ignore[no-untyped-def]
         assert got >= floor, (key, got)
 
 
+def test_canonical_llama3_odd_tokens_mask_and_next():  # type: ignore[no-untyped-def]
+    """Llama-3's tokens that the pair walk cannot take (test_canonical.llama3_odd): a canonical
+    mask (made from the pair set, whose bits for them are not its own) and next() agree on each
+    of them after a range of last tokens (the mask once took the pair set's bit)."""
+    from test_canonical import llama3_odd
+
+    enc, ref = reference.llama3()
+    whole, odd = llama3_odd()
+    a = enc.regex_automaton(r"[\s\S]*", canonical=True, mask_cache=0)
+    rnd = random.Random(3)
+    texts = ["ipse", " *=", "x", " the", "::", " ."] + [enc.decode([rnd.randrange(256, 100000)])
+                                                       for _ in range(10)]
+    for text in texts:
+        s = a.walk(ref.encode_ordinary(text))
+        assert s >= 0, text
+        allowed = set(a.allowed_ids(s))
+        for t in odd + whole[:40]:
+            assert (a.next(s, t) >= 0) == (t in allowed), (text, t)
+
+
 def test_canonical_precision_llama3():  # type: ignore[no-untyped-def]
     """Llama-3's vocabulary (tokens that only a whole piece can be, tokens merged below a part):
     as precise as cl100k's on the patterns; where a word of the language is itself a token that

@@ -1282,14 +1282,18 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     /* (in locals: the stores to bits could alias the automaton's fields, not these) */
     const uint32_t *const tok = a->tok, *const ipos = pi.pos, end = a->row[c.row + 1u];
     const uint16_t *const cls = a->cls;
-    const uint64_t *const ibits = pi.bits;
+    const uint64_t *const ibits = pi.bits, *const odd = a->odd;
     for (uint32_t i = a->row[c.row]; i < end; i++) {
         const uint32_t t = tok[i];
         const uint32_t k = cls[i];
         unsigned s = cst[k];
         if (s == (MC_PASS | MC_LOOK)) goto take;
         if (s == MC_DENY || s == (MC_DENY | MC_LOOK)) continue;
-        if (s == (MC_VALID | MC_LOOK) && pi.made > 0) { /* (most entries of long rows) */
+        if (s == (MC_VALID | MC_LOOK) && pi.made > 0 && /* (most entries of long rows) */
+            (!odd || !(odd[t >> 6] >> (t & 63u) & 1u))) { /* (odd: pair_of asks et_valid_pair) */
+#ifdef AUT_CHECK_PAIRS
+            if (!(ibits[ipos[t] >> 6] >> (ipos[t] & 63u) & 1u) != et_valid_pair(m, c.l, t)) abort();
+#endif
             if (ibits[ipos[t] >> 6] >> (ipos[t] & 63u) & 1u) continue;
             goto take;
         }
