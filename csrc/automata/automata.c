@@ -1292,7 +1292,8 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
         if (s == (MC_VALID | MC_LOOK) && pi.made > 0 && /* (most entries of long rows) */
             (!odd || !(odd[t >> 6] >> (t & 63u) & 1u))) { /* (odd: pair_of asks et_valid_pair) */
 #ifdef AUT_CHECK_PAIRS
-            if (!(ibits[ipos[t] >> 6] >> (ipos[t] & 63u) & 1u) != et_valid_pair(m, c.l, t)) abort();
+            if ((int)(~ibits[ipos[t] >> 6] >> (ipos[t] & 63u) & 1u) != et_valid_pair(m, c.l, t))
+                abort();
 #endif
             if (ibits[ipos[t] >> 6] >> (ipos[t] & 63u) & 1u) continue;
             goto take;

@@ -32,7 +32,7 @@ static void merge_checks(const et_model *m, const uint8_t *p, uint32_t n)
 /* et_valid_pair(a, b) of two ids from the input against its definition: the merges of a's
  * bytes followed by b's give [a, b] (a model with pair tables; a token that BPE does not make
  * from its bytes is never what merging gives). */
-static void pair_checks(const et_model *m, const uint8_t *p, size_t n)
+static inline void pair_checks(const et_model *m, const uint8_t *p, size_t n)
 {
     if (!et_model_pair_tables(m) || (m->flags & ET_FLAG_GAPS) || n < 6) return;
     const uint32_t V = m->n_vocab, a = (p[0] | p[1] << 8 | (uint32_t)p[2] << 16) % V,
