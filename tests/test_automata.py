@@ -326,6 +326,29 @@ def test_canonical_llama3_odd_tokens_mask_and_next():  # type: ignore[no-untyped
             assert (a.next(s, t) >= 0) == (t in allowed), (text, t)
 
 
+def test_canonical_llama3_masks_pair_by_pair(tmp_path):  # type: ignore[no-untyped-def]
+    """Masks made pair by pair (no pair set's bitset free: AUT_SCRATCH=0, as when other threads
+    hold them all), after each of Llama-3's tokens that the pair walk cannot take, every pair
+    answer checked against et_valid_pair (AUT_CHECK_PAIRS) and the masks against next(): the
+    shortcut down t's left parts once ran after such an l (jící then řez refused)."""
+    from test_canonical import llama3_odd
+
+    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        pytest.skip("no C compiler")
+    exe = tmp_path / "aut_check"
+    subprocess.run([cc, "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-Wno-type-limits",
+                    "-Icsrc/include", "-Icsrc", "-DAUT_SCRATCH=0", "-DAUT_CHECK_PAIRS",
+                    "csrc/tools/aut_check.c", *reference.core_sources(), "-o", str(exe), "-lm",
+                    "-lpthread"], cwd=ROOT, check=True)
+    dfa = tmp_path / "any.dfa"
+    dfa.write_bytes(compile_regex(r"[\s\S]*").to_bytes())
+    _, odd = llama3_odd()
+    p = subprocess.run([str(exe), llama3_etok(tmp_path), str(dfa), "1", "20", "3",
+                        ",".join(map(str, odd[::4]))], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "bad 0" in p.stdout, p.stdout + p.stderr[-2000:]
+
+
 def test_canonical_precision_llama3():  # type: ignore[no-untyped-def]
     """Llama-3's vocabulary (tokens that only a whole piece can be, tokens merged below a part):
     as precise as cl100k's on the patterns; where a word of the language is itself a token that

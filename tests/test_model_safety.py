@@ -173,6 +173,52 @@ def _compile_unigram(pieces: list[str], scores: list[float], types: list[int]) -
     return img
 
 
+WHOLE_SEED = [bytes([b]) for b in range(256)] + [b"xyz", b"pqr", b"pq", b"th", b"the"]
+# "xyz": merging its bytes does not make it (a whole piece only); "pqr": made from "pq", which
+# ranks after it: pair tables without backtracking (ET_FLAG_WHOLE)
+
+
+def test_whole_model_verifies_and_pairs() -> None:
+    from edgetok._ffi import Model
+    from edgetok._native import lib
+    m = Model.from_bytes(_compile_bpe(WHOLE_SEED, list(range(len(WHOLE_SEED)))))
+    assert m.pair_tables and not m.backtracks and m.verify()
+    assert m.encode(b"xyz")[0] == [256] and m.encode(b"xyzxyz")[0] == list(b"xyzxyz")
+    assert m.encode(b"pqrpq")[0] == [257, 258]
+    assert not lib.et_valid_pair(m._h, 256, 256) and lib.et_valid_pair(m._h, 257, 258)
+
+
+def test_whole_model_long_token_is_bounded() -> None:
+    """A damaged ET_FLAG_WHOLE file (checksum not checked without verify) whose token 257 (made
+    by a merge ranked below a part, so its pairs are answered by merging their bytes) points
+    at 400 KB of the blob: its pair test must not merge 800 KB of bytes (it took minutes:
+    merging is quadratic in small_merge; now a token longer than the model's longest is no
+    pair)."""
+    img = _compile_bpe(WHOLE_SEED, list(range(len(WHOLE_SEED))))
+    code = f"""
+import struct
+from edgetok._ffi import Model
+from edgetok._native import lib
+b = bytearray({img!r})
+run = len(b)
+b += b"pq" * 200000
+b += bytes(-len(b) % 64)
+boff, _ = struct.unpack_from("<QQ", b, 64 + 16 * 3)  # BLOB
+struct.pack_into("<QQ", b, 64 + 16 * 3, boff, len(b) - boff)
+toff, _ = struct.unpack_from("<QQ", b, 64 + 16 * 2)  # TOKOFF: token 257's bytes
+struct.pack_into("<II", b, toff + 4 * 257, run - boff, run - boff + 400000)
+struct.pack_into("<Q", b, 16, len(b))  # file_size
+m = Model.from_bytes(bytes(b))
+print("loaded", m.pair_tables, "valid", lib.et_valid_pair(m._h, 257, 257), "verify", m.verify())
+"""
+    try:
+        p = child(code, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the pair test of a damaged model's long token does not end")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.split() == ["loaded", "True", "valid", "0", "verify", "False"]
+
+
 def test_compiled_models_verify() -> None:
     # a BPE model with dropped bytes and a SentencePiece Unigram model pass the table checks
     from edgetok._ffi import Model

@@ -33,7 +33,9 @@
 
 #define AUT_LONG 256u   /* rows this long make their masks with the pair set (pair tests: see
                           * pair_valid, and the first bytes after l in et_automaton_allowed) */
+#ifndef AUT_SCRATCH
 #define AUT_SCRATCH 4u /* masks that can use the pair set at once (more: pair by pair) */
+#endif
 struct et_automaton {
     const et_model *m;
     uint32_t n_rows, n_vocab;
@@ -902,10 +904,12 @@ static int pair_valid_apart(const et_automaton *a, uint32_t l, uint32_t t, uint3
 {
     const et_model *m = a->m;
     uint32_t y = t;
-    if (a->odd && t < m->n_vocab && (a->odd[t >> 6] >> (t & 63u) & 1u)) return pair_valid(a, l, t, 0);
+    if (a->odd && ((t < m->n_vocab && (a->odd[t >> 6] >> (t & 63u) & 1u)) ||
+                   (l < m->n_vocab && (a->odd[l >> 6] >> (l & 63u) & 1u))))
+        return pair_valid(a, l, t, 0); /* (the walk's first steps are for regular pairs) */
     while (y < m->n_vocab && !(l > y)) {
         const uint32_t y2 = m->split[2u * y];
-        if (y2 == y || y2 >= m->n_vocab) break;
+        if (y2 >= y) break; /* (an atom; and a damaged file's cycle ends) */
         y = y2;
     }
     if (!memo) return pair_valid(a, l, y, 1);

@@ -247,10 +247,14 @@ const uint64_t *et_odd_of(const et_model *m)
     return none;
 }
 
+static size_t heap_merge(const et_model *m, const uint8_t *p, uint32_t n, uint64_t *mem,
+                         uint32_t *ids);
+
 /* valid_pair(a, b) of an ET_FLAG_WHOLE model where a or b is odd (et_odd_of): 0 where one is
  * a whole piece only (BPE never makes it inside a longer piece), else whether merging their
- * bytes gives [a, b]; -1 where neither is odd (the pair walk holds). 0 where memory runs out
- * (pairs of more than 256 bytes) or the bits are not there. */
+ * bytes gives [a, b] (heap_merge: O(n log n), whatever a damaged file's lengths); -1 where
+ * neither is odd (the pair walk holds). 0 where the bits or memory (pairs of more than 256
+ * bytes) run out, or a token is longer than the model's longest. */
 static int odd_pair(const et_model *m, uint32_t a, uint32_t b)
 {
     const uint64_t *odd = et_odd_of(m);
@@ -259,16 +263,16 @@ static int odd_pair(const et_model *m, uint32_t a, uint32_t b)
     const uint8_t *pa = NULL, *pb = NULL;
     const uint32_t la = et_tok(m, a, &pa), lb = et_tok(m, b, &pb);
     if (m->split[2u * a] == ET_NONE || m->split[2u * b] == ET_NONE || !la || !lb ||
-        m->tnode[a] == ET_NONE || m->tnode[b] == ET_NONE)
+        la > m->max_token_len || lb > m->max_token_len || m->tnode[a] == ET_NONE ||
+        m->tnode[b] == ET_NONE || (uint64_t)la + lb > 0xFFFFFFFFu)
         return 0;
     enum { ODD_MAX = 256 };
-    const size_t n = (size_t)la + lb;
-    uint64_t smem[(24u * ODD_MAX + 4u) / 8u + 1u], *mem = smem;
+    const size_t n = (size_t)la + lb, words = (44u * n + 7u) / 8u + 1u; /* (heap_merge's) */
+    uint64_t smem[(44u * ODD_MAX + 7u) / 8u + 1u], *mem = smem;
     uint32_t sids[ODD_MAX], *ids = sids;
     uint8_t sbuf[ODD_MAX], *buf = sbuf;
     void *heap = NULL;
     if (n > ODD_MAX) {
-        const size_t words = (24u * n + 4u) / 8u + 1u;
         if (!(heap = malloc(words * 8u + n * 4u + n))) return 0;
         mem = heap;
         ids = (uint32_t *)(mem + words);
@@ -277,9 +281,9 @@ static int odd_pair(const et_model *m, uint32_t a, uint32_t b)
     memcpy(buf, pa, la);
     memcpy(buf + la, pb, lb);
     int ok = 1;
-    for (size_t i = 0; i < n && ok; i++) /* (small_merge's start: a damaged model may lack one) */
+    for (size_t i = 0; i < n && ok; i++) /* (the merge's start: a damaged model may lack one) */
         ok = et_trie_next(m, 0, buf[i]) != ET_NONE;
-    ok = ok && small_merge(m, buf, (uint32_t)n, mem, ids, 1) == 2 && ids[0] == a && ids[1] == b;
+    ok = ok && heap_merge(m, buf, (uint32_t)n, mem, ids) == 2 && ids[0] == a && ids[1] == b;
     free(heap);
     return ok;
 }
@@ -1454,9 +1458,9 @@ int et_bpe_safe_cut(const et_model *m, const uint8_t *t, size_t len, size_t b)
 
 /* Whether ids[0..n) are the encoding of their own bytes, without encoding them: every piece
  * boundary of the decoded text (the pretokenizer's cuts) must be a token boundary, and inside
- * each piece every adjacent pair must be a valid pair (the backtracking encoder's test: for
- * models whose tables are consistent, a piece's token sequence is its BPE iff all its pairs
- * are). buf[0..cap) receives the bytes (cap from et_decode_len). */
+ * each piece every adjacent pair must be a valid pair (valid_pair: a piece's token sequence is
+ * what merging makes of it iff all its pairs are), and (ET_FLAG_WHOLE) a piece that is a token
+ * must be that token. buf[0..cap) receives the bytes (cap from et_decode_len). */
 int et_is_canonical(et_ws *ws, const uint32_t *ids, size_t n, char *buf, size_t cap,
                     int *verdict)
 {

@@ -294,7 +294,7 @@ int et_decode_part(const et_model *m, const uint32_t *ids, size_t n, unsigned fl
 /* *verdict = 1 if ids[0..n) are exactly et_encode of their own bytes (written to buf[0..cap),
  * cap from et_decode_len), 0 if not, -1 if the bytes are not UTF-8 (not decided here), in one
  * linear pass with no encoding: piece boundaries against the pretokenizer, pairs inside pieces
- * with the backtracking encoder's pair test. ET_E_ARG for models without pair tables,
+ * with the pair test (et_valid_pair). ET_E_ARG for models without pair tables,
  * with a regex pretokenizer, NFC, dropped bytes or added tokens (re-encode to decide). */
 int et_is_canonical(et_ws *ws, const uint32_t *ids, size_t n, char *buf, size_t cap,
                     int *verdict);
@@ -313,7 +313,7 @@ typedef struct et_automaton et_automaton;
 /* Builds the token automaton of a byte DFA over model m's ordinary tokens (BPE models): n
  * states, trans[256 * q + byte] the next state or -1, accept[q]; state 0 is the start and
  * every other state must be able to reach acceptance. A token is allowed where the DFA reads
- * all its bytes. ET_AUT_CANONICAL needs backtracking tables, a C pretokenizer and states that
+ * all its bytes. ET_AUT_CANONICAL needs pair tables (et_model_pair_tables), a C pretokenizer and states that
  * fit an int64 (else ET_E_ARG). Allocates (ET_E_NOMEM); freed with et_automaton_free. Threads may share *out:
  * canonical ones remember look-ahead answers with atomic stores, nothing else changes. */
 int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *accept,

@@ -15,7 +15,8 @@
  *   BYTEIDS  256 x id: the token of each single byte (every byte is one).
  *   PATTERN  the pretokenizer's regex, NUL-terminated, for information.
  *   SPLIT    n_vocab x {left, right}: the two tokens whose merge made the token, found by
- *            merging its own bytes; {id, id} for single bytes and ids that are not tokens.
+ *            merging its own bytes; {id, id} for single bytes and ids that are not tokens;
+ *            {ET_NONE, ET_NONE} (ET_FLAG_WHOLE only) for a token merging does not make.
  *   PREFIX   n_vocab x id: the longest token that is a proper prefix of the token, or ET_NONE.
  *   TNODE    n_vocab x cell: the trie cell of the token's bytes, or ET_NONE.
  * SPLIT, PREFIX and TNODE serve the backtracking encoder; the header flag ET_FLAG_BACKTRACK
@@ -161,7 +162,7 @@ struct et_model {
  * at once (a bitset in the pair set's own order of tokens: test token t at bit pos[t]). */
 struct et_pairset;
 /* The model's pair set, built on the first call and kept until et_model_close (any thread);
- * NULL where the model's tables do not allow one (not a consistent backtracking BPE model) or
+ * NULL where the model's tables do not allow one (no consistent pair tables: see pairset.c) or
  * memory ran out. */
 const struct et_pairset *et_pairset_of(const struct et_model *m);
 void et_pairset_free(struct et_pairset *ps);
