@@ -824,7 +824,7 @@ def info(encoding: str | None, model: str | None, list_: bool, verify: bool, as_
         d["pattern"] = m.pattern
         d["bpe"] = "exact merges; long pieces: " + ("linear backtracking" if m.backtracks else
                                                    "heap (tokens not all reachable by merges)")
-        c_pairs = m.pair_tables and m.pretok != 5
+        c_pairs = m.pair_tables and not m.regex_split
         one_pass = c_pairs and not (m.nfc or m.drops_bytes or enc._added)
         d["canonical"] = (("is_canonical in one pass" if one_pass else "is_canonical by re-encoding")
                           + ("; canonical automata" if c_pairs else "; no canonical automata"))

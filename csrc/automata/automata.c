@@ -419,8 +419,8 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
     *out = NULL;
     for (size_t i = 0; i < (size_t)n * 256u; i++)
         if (trans[i] < -1 || trans[i] >= (int32_t)n) return ET_E_ARG;
-    if ((flags & ET_AUT_CANONICAL) && (!(m->flags & (ET_FLAG_BACKTRACK | ET_FLAG_WHOLE)) ||
-                                       m->pretok == ET_PRETOK_REGEX || m->n_vocab > 0x1FFFFFFFu))
+    if ((flags & ET_AUT_CANONICAL) && (!et_model_pair_tables(m) || m->pretok == ET_PRETOK_REGEX ||
+                                       m->n_vocab > 0x1FFFFFFFu))
         return ET_E_ARG;
     const uint64_t *odd = (flags & ET_AUT_CANONICAL) ? et_odd_of(m) : NULL;
     if ((flags & ET_AUT_CANONICAL) && (m->flags & ET_FLAG_WHOLE) && !odd) return ET_E_NOMEM;
@@ -730,7 +730,7 @@ static int pair_valid(const et_automaton *a, uint32_t x, uint32_t y, int apart)
     if (x >= m->n_vocab || y >= m->n_vocab || m->tnode[x] == ET_NONE || m->tnode[y] == ET_NONE)
         return 0;
     const unsigned shift = 64u - a->pair_bits;
-    if (a->odd && ((a->odd[x >> 6] >> (x & 63u) & 1u) || (a->odd[y >> 6] >> (y & 63u) & 1u))) {
+    if (et_odd(a->odd, x) || et_odd(a->odd, y)) {
         const uint64_t key = (uint64_t)x << 29 | y;
         _Atomic uint64_t *slot = &a->pairs[(key * 0x9E3779B97F4A7C15ull) >> shift];
         const uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
@@ -904,8 +904,7 @@ static int pair_valid_apart(const et_automaton *a, uint32_t l, uint32_t t, uint3
 {
     const et_model *m = a->m;
     uint32_t y = t;
-    if (a->odd && ((t < m->n_vocab && (a->odd[t >> 6] >> (t & 63u) & 1u)) ||
-                   (l < m->n_vocab && (a->odd[l >> 6] >> (l & 63u) & 1u))))
+    if ((t < m->n_vocab && et_odd(a->odd, t)) || (l < m->n_vocab && et_odd(a->odd, l)))
         return pair_valid(a, l, t, 0); /* (the walk's first steps are for regular pairs) */
     while (y < m->n_vocab && !(l > y)) {
         const uint32_t y2 = m->split[2u * y];
@@ -927,7 +926,7 @@ static inline int pair_of(const et_automaton *a, const struct pctx *x, uint32_t 
     struct pinv *pi = x->pi;
     if (pi && !pi->made) pi->made = et_pairset_invalid(pi->ps, x->l, pi->bits) ? 1 : -1;
     int res;
-    if (pi && pi->made > 0 && !(a->odd && (a->odd[t >> 6] >> (t & 63u) & 1u)))
+    if (pi && pi->made > 0 && !et_odd(a->odd, t))
         res = !(pi->bits[pi->pos[t] >> 6] >> (pi->pos[t] & 63u) & 1u);
     else
         res = apart ? pair_valid_apart(a, x->l, t, x->apart) : pair_valid(a, x->l, t, 0);
@@ -1294,7 +1293,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
         if (s == (MC_PASS | MC_LOOK)) goto take;
         if (s == MC_DENY || s == (MC_DENY | MC_LOOK)) continue;
         if (s == (MC_VALID | MC_LOOK) && pi.made > 0 && /* (most entries of long rows) */
-            (!odd || !(odd[t >> 6] >> (t & 63u) & 1u))) { /* (odd: pair_of asks et_valid_pair) */
+            !et_odd(odd, t)) { /* (odd: pair_of asks et_valid_pair) */
 #ifdef AUT_CHECK_PAIRS
             if ((int)(~ibits[ipos[t] >> 6] >> (ipos[t] & 63u) & 1u) != et_valid_pair(m, c.l, t))
                 abort();

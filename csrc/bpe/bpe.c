@@ -226,7 +226,7 @@ static uint64_t *odd_build(const et_model *m)
     for (uint32_t t = 0; t < m->n_vocab; t++) {
         const uint32_t a = m->split[2u * t], b = m->split[2u * t + 1u];
         if (a == t && b == t) continue; /* a byte, or no ordinary token */
-        if (a >= t || b >= t || (bits[a >> 6] >> (a & 63u) & 1u) || (bits[b >> 6] >> (b & 63u) & 1u))
+        if (a >= t || b >= t || et_odd(bits, a) || et_odd(bits, b))
             bits[t >> 6] |= (uint64_t)1 << (t & 63u);
     }
     return bits;
@@ -259,7 +259,7 @@ static int odd_pair(const et_model *m, uint32_t a, uint32_t b)
 {
     const uint64_t *odd = et_odd_of(m);
     if (!odd || a >= m->n_vocab || b >= m->n_vocab) return 0;
-    if (!(odd[a >> 6] >> (a & 63u) & 1u) && !(odd[b >> 6] >> (b & 63u) & 1u)) return -1;
+    if (!et_odd(odd, a) && !et_odd(odd, b)) return -1;
     const uint8_t *pa = NULL, *pb = NULL;
     const uint32_t la = et_tok(m, a, &pa), lb = et_tok(m, b, &pb);
     if (m->split[2u * a] == ET_NONE || m->split[2u * b] == ET_NONE || !la || !lb ||
@@ -1467,8 +1467,8 @@ int et_is_canonical(et_ws *ws, const uint32_t *ids, size_t n, char *buf, size_t 
     if (!ws || (!ids && n) || !verdict) return ET_E_ARG;
     const et_model *m = ws->m;
     *verdict = 0;
-    if (m->kind != ET_KIND_BPE || !(m->flags & (ET_FLAG_BACKTRACK | ET_FLAG_WHOLE)) ||
-        (m->flags & (ET_FLAG_GAPS | ET_FLAG_NFC)) || m->pretok == ET_PRETOK_REGEX)
+    if (!et_model_pair_tables(m) || (m->flags & (ET_FLAG_GAPS | ET_FLAG_NFC)) ||
+        m->pretok == ET_PRETOK_REGEX)
         return ET_E_ARG;
     if ((m->flags & ET_FLAG_WHOLE) && !et_odd_of(m)) return ET_E_NOMEM;
     for (uint32_t i = 0; i < m->n_specials; i++)
@@ -1509,7 +1509,7 @@ int et_is_canonical(et_ws *ws, const uint32_t *ids, size_t n, char *buf, size_t 
 
 int et_valid_pair(const et_model *m, uint32_t a, uint32_t b)
 {
-    if (!m || m->kind != ET_KIND_BPE || !(m->flags & (ET_FLAG_BACKTRACK | ET_FLAG_WHOLE)) || a >= m->n_vocab ||
+    if (!m || !et_model_pair_tables(m) || a >= m->n_vocab ||
         b >= m->n_vocab || m->tnode[a] == ET_NONE || m->tnode[b] == ET_NONE)
         return 0;
     return valid_pair(m, a, b);

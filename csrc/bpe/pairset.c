@@ -203,8 +203,7 @@ static int lone(const struct et_pairset *ps, uint32_t t)
 
 static struct et_pairset *build(const et_model *m)
 {
-    if (m->kind != ET_KIND_BPE || !(m->flags & (ET_FLAG_BACKTRACK | ET_FLAG_WHOLE)) ||
-        !m->n_vocab || m->n_vocab > (1u << 30))
+    if (!et_model_pair_tables(m) || !m->n_vocab || m->n_vocab > (1u << 30))
         return NULL;
     const uint64_t *odd = et_odd_of(m); /* (NULL unless ET_FLAG_WHOLE) */
     if ((m->flags & ET_FLAG_WHOLE) && !odd) return NULL;
@@ -222,7 +221,7 @@ static struct et_pairset *build(const et_model *m)
         }
         memcpy(ps->own, m->split, n * 2u * sizeof *ps->own);
         for (uint32_t t = 0; t < ps->n; t++)
-            if (odd[t >> 6] >> (t & 63u) & 1u) ps->own[2u * t] = ps->own[2u * t + 1u] = t;
+            if (et_odd(odd, t)) ps->own[2u * t] = ps->own[2u * t + 1u] = t;
         ps->split = ps->own;
     }
     if (!consistent(m, ps->split)) {
@@ -304,11 +303,11 @@ static void fill(uint64_t *bits, uint32_t a, uint32_t b) /* bits [a, b) */
 int et_pairset_invalid(const struct et_pairset *ps, uint32_t l, uint64_t *bits)
 {
     if (l >= ps->n) return 0;
-    if (ps->odd && !lone(ps, l) && (ps->odd[l >> 6] >> (l & 63u) & 1u)) return 0; /* (the top) */
     if (lone(ps, l)) { /* no pair with l is valid */
         memset(bits, 0xFF, et_pairset_words(ps) * sizeof *bits);
         return 1;
     }
+    if (et_odd(ps->odd, l)) return 0; /* (see the top) */
     memset(bits, 0, et_pairset_words(ps) * sizeof *bits);
     uint32_t r = l, up = ET_NONE; /* the spine's token, and its parent (none for l) */
     for (;;) {

@@ -92,11 +92,11 @@ static void exercise(const et_model *m, int verified)
             for (uint32_t l = 0; l < nv && l < 600u; l += 1u + l / 64u) {
                 const uint64_t *odd = et_odd_of(m); /* (ET_FLAG_WHOLE: bits not given) */
                 if (!et_pairset_invalid(ps, l, bits)) {
-                    CHECK(odd && (odd[l >> 6] >> (l & 63u) & 1u));
+                    CHECK(et_odd(odd, l));
                     continue;
                 }
                 for (uint32_t u = 0; u < nv; u++) {
-                    if (odd && (odd[u >> 6] >> (u & 63u) & 1u) && m->split[2u * u] != ET_NONE)
+                    if (et_odd(odd, u) && m->split[2u * u] != ET_NONE)
                         continue;
                     const int valid = !(bits[pos[u] >> 6] >> (pos[u] & 63u) & 1u);
                     CHECK(valid == et_valid_pair(m, l, u));

@@ -361,13 +361,13 @@ static int check_tables(const et_model *m)
             if (m->types[i] < ET_SP_NORMAL || m->types[i] > ET_SP_BYTE) return ET_E_FORMAT;
         return ET_OK;
     }
+    const int whole = (m->flags & ET_FLAG_WHOLE) != 0;
+    if (whole && (m->flags & ET_FLAG_BACKTRACK)) return ET_E_FORMAT; /* (never both) */
     for (uint32_t t = 0; t < m->n_vocab; t++) {
         const uint8_t *p = NULL;
         uint32_t l = et_tok(m, t, &p), s = m->tnode[t];
         if (s != ET_NONE && (s >= m->n_cells || et_value(m, s) != t)) return ET_E_FORMAT;
-        const int whole = (m->flags & ET_FLAG_WHOLE) != 0;
-        if (!(m->flags & ET_FLAG_BACKTRACK) && !whole) continue; /* PREFIX, SPLIT: not else */
-        if ((m->flags & ET_FLAG_BACKTRACK) && whole) return ET_E_FORMAT;
+        if (!et_model_pair_tables(m)) continue; /* PREFIX, SPLIT: not else */
         uint32_t pre = m->prefix[t], a = m->split[2u * t], b = m->split[2u * t + 1u];
         if (pre != ET_NONE) { /* a shorter token that t's bytes start with */
             const uint8_t *q = NULL;

@@ -274,6 +274,11 @@ int et_bpe_tables(const struct et_model *m, uint32_t *split, uint32_t *prefix, u
  * {ET_NONE, ET_NONE} (whole pieces only) and those whose merge tree has a merge ranked below
  * a part (valid_pair asks BPE itself); NULL for other models or where memory ran out. */
 const uint64_t *et_odd_of(const struct et_model *m);
+/* Whether token t (< n_vocab) is in odd, et_odd_of's bitset (NULL: no token is). */
+static inline int et_odd(const uint64_t *odd, uint32_t t)
+{
+    return odd && (odd[t >> 6] >> (t & 63u) & 1u);
+}
 
 /* In token end offsets (ends[]): the last token of a piece (BPE) or a word (WordPiece). */
 #define ET_PIECE_END ((size_t)1 << (sizeof(size_t) * 8 - 1))

@@ -49,7 +49,7 @@ int main(int argc, char **argv)
         if (l >= n || !et_pairset_invalid(ps, l, bits)) continue;
         const uint64_t *odd = et_odd_of(m); /* (ET_FLAG_WHOLE: these bits are not given) */
         for (uint32_t t = 0; t < n; t++, pairs++) {
-            if (odd && (odd[t >> 6] >> (t & 63u) & 1u) && m->split[2u * t] != ET_NONE) continue;
+            if (et_odd(odd, t) && m->split[2u * t] != ET_NONE) continue;
             const int invalid = (int)(bits[pos[t] >> 6] >> (pos[t] & 63u) & 1u);
             if (invalid == !et_valid_pair(m, l, t)) continue;
             if (bad++ < 10)
