@@ -14,13 +14,17 @@ decoding loop asks for it, Python call included: edgetok's allowed_into (a reuse
 llguidance's fill_next_token_bitmask (a reused numpy array). edgetok's canonical masks: "canon"
 asked again (--repeat rounds: its bitset cache answers), "made" asked again of the C core
 itself (no bitset cache: every mask made, with what the automaton learned in earlier masks),
-"cold" each state the first time on a fresh automaton. Peers missing: their columns say "-".
+"cold" each state the first time on a fresh automaton, "new" each state the first time on an
+automaton that has served 20 other strings of the pattern (sampled from the plain automaton,
+seed 1; what a decoding loop that keeps its automaton meets). Peers missing: their columns say
+"-".
 Memory: edgetok's automaton (et_automaton_bytes; canonical bitsets cached on top: at most
 mask_cache bytes).
 """
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 import time
 from pathlib import Path
@@ -49,6 +53,37 @@ def per_step(steps: "list[object]", mask, repeat: int) -> float:  # type: ignore
         for s in steps:
             mask(s)
     return (time.perf_counter() - t) / (repeat * len(steps))
+
+
+def new_states(enc: "edgetok.Encoding", pattern: str, buf: bytearray,
+               n: int = 20) -> "float | None":
+    """The mean time of a canonical mask (C core) of a state never asked before, on an automaton
+    that has made the masks of n other strings of the pattern: 2n strings sampled from the plain
+    automaton (seed 1), the first n walked to warm it, the states of the rest timed once each
+    (None where they hold none: a finite language the first n covered)."""
+    plain = enc.regex_automaton(pattern)
+    rng = random.Random(1)
+    texts: "list[str]" = []
+    while len(texts) < 2 * n:
+        ids = plain.sample(rng, max_tokens=40)
+        if ids:
+            texts.append(enc.decode(ids))
+    a = enc.regex_automaton(pattern, canonical=True)._native
+    seen: "set[int]" = set()
+    total, timed = 0.0, 0
+    for k, text in enumerate(texts):
+        s = 0
+        for t in enc.encode_ordinary(text):
+            if s not in seen:
+                seen.add(s)
+                t0 = time.perf_counter()
+                a.allowed_into(s, buf)
+                if k >= n:
+                    total += time.perf_counter() - t0
+                    timed += 1
+            s = a.next(s, t)
+            assert s >= 0, (pattern, text)
+    return total / timed if timed else None
 
 
 def encoding(name: str) -> "tuple[edgetok.Encoding, object]":
@@ -105,8 +140,8 @@ def main() -> None:
             lt = llguidance.tiktoken.lltokenizer_from_encoding(ref)
             print(f"  llguidance tokenizer: {(time.perf_counter() - t) * 1e3:.0f} ms (once)")
         head = (f"  {'pattern':12} {'edgetok':>8} {'canon':>8} {'outlines':>9} {'llg':>7} | "
-                f"{'edgetok':>8} {'canon':>8} {'made':>8} {'cold':>8} {'llg':>8} | {'mem KB':>7} "
-                f"{'made/plain':>11} {'cold/plain':>11}")
+                f"{'edgetok':>8} {'canon':>8} {'made':>8} {'cold':>8} {'new':>8} {'llg':>8} | "
+                f"{'mem KB':>7} {'made/plain':>11} {'new/plain':>10} {'cold/plain':>11}")
         print(head)
         for key, pattern, text in CASES:
             ids = enc.encode_ordinary(text)
@@ -122,7 +157,7 @@ def main() -> None:
             if lt is not None:
                 grammar = llguidance.grammar_from("regex", pattern)
                 c_llg = best(lambda: llguidance.LLMatcher(lt, grammar), args.compile_repeat)
-            masks = {}
+            masks: "dict[object, float | None]" = {}
             for canonical in canonical_modes:
                 a = enc.regex_automaton(pattern, canonical=canonical)
                 buf = bytearray((a.n_vocab + 7) // 8)
@@ -139,6 +174,7 @@ def main() -> None:
                     native = a._native
                     masks[canonical, "made"] = per_step(
                         states, lambda st: native.allowed_into(st, buf), args.repeat)
+                    masks[canonical, "new"] = new_states(enc, pattern, buf)
                 if not canonical:
                     memory = a.memory
             m_llg = None
@@ -163,11 +199,13 @@ def main() -> None:
                 return "-" if x is None else f"{x * 1e6:.1f}"
             ratio = f"{masks[True, 'cold'] / masks[False]:.0f}x" if True in masks else "-"
             made = f"{masks[True, 'made'] / masks[False]:.1f}x" if True in masks else "-"
+            new = (f"{masks[True, 'new'] / masks[False]:.1f}x"
+                   if True in masks and masks[True, "new"] is not None else "-")
             print(f"  {key:12} {ms(c_plain):>8} {ms(c_canon):>8} {ms(c_oc):>9} {ms(c_llg):>7} | "
                   f"{us(masks[False]):>8} {us(masks.get(True)):>8} "
                   f"{us(masks.get((True, 'made'))):>8} "
-                  f"{us(masks.get((True, 'cold'))):>8} {us(m_llg):>8} | "
-                  f"{memory / 1024:7.0f} {made:>11} {ratio:>11}")
+                  f"{us(masks.get((True, 'cold'))):>8} {us(masks.get((True, 'new'))):>8} "
+                  f"{us(m_llg):>8} | {memory / 1024:7.0f} {made:>11} {new:>10} {ratio:>11}")
 
 
 if __name__ == "__main__":

@@ -607,6 +607,33 @@ def test_canonical_no_dead_ends_json(enc):  # type: ignore[no-untyped-def]
     assert stuck == 0 and ok >= 0.9, (ok, stuck)
 
 
+@pytest.mark.parametrize("key", ["email", "json", "letters", "digits"])
+def test_canonical_kept_look_aheads(key):  # type: ignore[no-untyped-def]
+    """Long rows keep what the look-ahead proved (entries and classes) from mask to mask, by
+    (row, digit run, l's shape) (csrc/automata lk_take, 32 slots): masks made after many
+    others that share those keys, and made again, allow exactly the tokens next() takes (it
+    keeps nothing), and are the masks of a fresh automaton."""
+    enc = edgetok.get_encoding("cl100k_base")
+    pattern = {**PATTERNS, **EXTRA}[key]
+    plain = enc.regex_automaton(pattern)
+    a = enc.regex_automaton(pattern, canonical=True, mask_cache=0)._native
+    rng = random.Random(11)
+    states: "list[int]" = []
+    while len(states) < 120:
+        s = 0  # (the start)
+        for t in enc.encode_ordinary(enc.decode(plain.sample(rng, max_tokens=30) or [])):
+            states.append(s)
+            s = a.next(s, t)
+            assert s >= 0
+    first = {s: a.allowed_both(s) for s in states}
+    for s in rng.sample(states, 40):  # again: the kept look-aheads answer
+        assert a.allowed_both(s) == first[s]
+    for s in rng.sample(sorted(first), 3):
+        assert list(first[s][1]) == [t for t in range(a.n_vocab) if a.next(s, t) >= 0], s
+        fresh = enc.regex_automaton(pattern, canonical=True, mask_cache=0)._native
+        assert fresh.allowed_both(s) == first[s], s
+
+
 def test_canonical_refused_where_unsupported(tmp_path):  # type: ignore[no-untyped-def]
     """Models whose pretokenizer is a regex run in Python (no probes in C)."""
     ranks = {bytes([b]): b for b in range(256)}

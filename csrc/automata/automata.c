@@ -36,6 +36,10 @@
 #ifndef AUT_SCRATCH
 #define AUT_SCRATCH 4u /* masks that can use the pair set at once (more: pair by pair) */
 #endif
+#ifndef AUT_LK
+#define AUT_LK 32u /* look-aheads of long rows kept, for as many keys (see lk_take) */
+#endif
+_Static_assert(AUT_LK >= 2u && AUT_LK % 2u == 0u, "lk_take's two places");
 struct et_automaton {
     const et_model *m;
     uint32_t n_rows, n_vocab;
@@ -67,6 +71,12 @@ struct et_automaton {
     const uint64_t *odd; /* canonical, ET_FLAG_WHOLE models: et_odd_of(m) (see pair_valid) */
     uint64_t *inv;    /* AUT_SCRATCH bitsets of the pair set, each for one mask at a time */
     _Atomic uint8_t *busy; /* AUT_SCRATCH: inv's bitsets taken */
+    uint64_t *lk;     /* AUT_LK slots of lk_words: a long row's entries whose look-ahead is
+                       * proven, then its classes', for one key (lk_key) each (see lk_take) */
+    uint64_t *lk_key; /* 2 per slot: the row, digit run and l's shape they are for (0: none) */
+    _Atomic uint8_t *lk_busy;  /* AUT_LK: slots taken (by one mask at a time) */
+    _Atomic uint32_t *lk_used; /* AUT_LK + 1: when each slot was last taken; [AUT_LK] the clock */
+    size_t lk_words;
     size_t bytes;     /* memory held */
 };
 
@@ -109,6 +119,10 @@ void et_automaton_free(et_automaton *a)
     free(a->n_cls);
     free(a->inv);
     free((void *)a->busy);
+    free(a->lk);
+    free(a->lk_key);
+    free((void *)a->lk_busy);
+    free((void *)a->lk_used);
     free(a);
 }
 
@@ -563,6 +577,17 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
                 goto done;
             for (unsigned k = 0; k < AUT_SCRATCH; k++) atomic_init(&a->busy[k], 0);
             a->bytes += AUT_SCRATCH * (words * sizeof *a->inv + sizeof *a->busy);
+        }
+        if (longest >= AUT_LONG) {
+            a->lk_words = ((size_t)longest + 63u) / 64u + AUT_CLS / 64u;
+            if (!(a->lk = malloc(AUT_LK * a->lk_words * sizeof *a->lk)) ||
+                !(a->lk_key = calloc(2u * AUT_LK, sizeof *a->lk_key)) ||
+                !(a->lk_busy = malloc(AUT_LK * sizeof *a->lk_busy)) ||
+                !(a->lk_used = malloc((AUT_LK + 1u) * sizeof *a->lk_used)))
+                goto done;
+            for (unsigned k = 0; k < AUT_LK; k++) atomic_init(&a->lk_busy[k], 0);
+            for (unsigned k = 0; k <= AUT_LK; k++) atomic_init(&a->lk_used[k], 0);
+            a->bytes += AUT_LK * (a->lk_words * sizeof *a->lk + 2u * sizeof *a->lk_key + 5u) + 4u;
         }
     }
     rc = ET_OK;
@@ -1148,7 +1173,8 @@ scan:
 #define MC_DENY 2u  /* 0 for every entry */
 #define MC_VALID 3u /* et_valid_pair(l, t) */
 #define MC_TOK 4u   /* pair_ok_c itself, entry by entry */
-#define MC_VALIDC 5u /* et_valid_pair(l, t), or else whether a cut may fall (not known yet) */
+#define MC_VALIDC 7u /* et_valid_pair(l, t), or else whether a cut may fall (not known yet;
+                     * & 3 as MC_VALID's) */
 #define MC_LOOK 8u  /* the look-ahead is proven for every entry whose pair passes */
 static unsigned mask_class(const et_automaton *a, struct memo *mm, const struct pctx *x,
                            uint32_t i, unsigned v)
@@ -1200,6 +1226,56 @@ int et_automaton_accepting(const et_automaton *a, int64_t state)
     size_t nt = et_tok(a->m, c.l, &q);
     const int want = et_valid_pair(a->m, c.l2, c.l) ? AUT_CUT | AUT_INSIDE : AUT_CUT;
     return !nt || !utf8_chars(q, nt, nt) || probe(a->m, AUT_ANY, c.l2, q, nt, 0, want);
+}
+
+/* Look-aheads kept from mask to mask. Whether entry i of a long row is live after l
+ * (entry_look), and whether look_by_cut proves it for a class of the row, depend on l only
+ * through its first shape and final apostrophe (pctx_look: the probes are remembered by those)
+ * and on the digit run d: a slot keeps, for one (row, d, those), the entries and classes proven
+ * (facts: bits are only set). Returns the slot taken for the key (k1, k2) by this mask until it
+ * gives it back (lk_busy), cleared where it held another key: of the key's two places, the one
+ * that holds it, else the one taken less recently; -1 where other masks hold both. */
+static int lk_take(const et_automaton *a, uint64_t k1, uint64_t k2, uint32_t n_row, uint32_t n_cls)
+{
+    const unsigned h = (unsigned)(((k1 * 0x9E3779B97F4A7C15ull) ^ (k2 * 0xC2B2AE3D27D4EB4Full)) >>
+                                  32) % AUT_LK & ~1u;
+    int got[2], pick = -1;
+    for (unsigned k = 0; k < 2u; k++) {
+        got[k] = !atomic_exchange_explicit(&a->lk_busy[h + k], 1, memory_order_acquire);
+        if (got[k] && a->lk_key[2u * (h + k)] == k1 && a->lk_key[2u * (h + k) + 1u] == k2)
+            pick = (int)k;
+    }
+    if (pick < 0 && got[0] && got[1])
+        pick = atomic_load_explicit(&a->lk_used[h], memory_order_relaxed) <=
+                       atomic_load_explicit(&a->lk_used[h + 1u], memory_order_relaxed)
+                   ? 0 : 1;
+    else if (pick < 0)
+        pick = got[0] ? 0 : got[1] ? 1 : -1;
+    for (unsigned k = 0; k < 2u; k++)
+        if (got[k] && (int)k != pick) atomic_store_explicit(&a->lk_busy[h + k], 0, memory_order_release);
+    if (pick < 0) return -1;
+    const unsigned slot = h + (unsigned)pick;
+    if (a->lk_key[2u * slot] != k1 || a->lk_key[2u * slot + 1u] != k2) {
+        uint64_t *lk = a->lk + (size_t)slot * a->lk_words;
+        memset(lk, 0, ((size_t)n_row + 63u) / 64u * sizeof *lk);
+        memset(lk + (a->lk_words - AUT_CLS / 64u), 0, ((size_t)n_cls + 63u) / 64u * sizeof *lk);
+        a->lk_key[2u * slot] = k1;
+        a->lk_key[2u * slot + 1u] = k2;
+    }
+    atomic_store_explicit(&a->lk_used[slot],
+                          atomic_fetch_add_explicit(&a->lk_used[AUT_LK], 1u, memory_order_relaxed),
+                          memory_order_relaxed);
+    return (int)slot;
+}
+
+/* Whether slot's entry i (of row) is kept live; set: keep it so. (Out of the mask's loop,
+ * where it would hold registers: asked only of entries the class does not prove.) */
+ET_NOINLINE static int lk_entry(const et_automaton *a, int slot, uint32_t row, uint32_t i, int set)
+{
+    uint64_t *w = a->lk + (size_t)slot * a->lk_words + (i - a->row[row]) / 64u;
+    const uint64_t bit = (uint64_t)1 << ((i - a->row[row]) & 63u);
+    if (set) *w |= bit;
+    return (*w & bit) != 0;
 }
 
 /* Puts token t in a mask (bits, ids, as et_automaton_allowed's; *w ids so far): 0 when ids is
@@ -1281,6 +1357,17 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
                                 * [AUT_CLS] (no class): 0 */
     memset(cst, 0, a->n_cls[c.row]);
     cst[AUT_CLS] = 0;
+    /* long rows: the look-aheads kept for (row, d, l's shape) (lk_take): the entries' (lk) and
+     * the classes' (lkc, put in cst) */
+    int lslot = -1;
+    if (a->lk && c.l != ET_NONE && n_row >= AUT_LONG &&
+        (lslot = lk_take(a, (uint64_t)c.row << 32 | (uint64_t)c.d << 1 |
+                                (uint64_t)((a->head[c.l] & AUT_ENDS_APOS) != 0),
+                         (uint64_t)a->shape[(size_t)4u * c.l] + 1u, n_row, a->n_cls[c.row])) >= 0) {
+        const uint64_t *lkc = a->lk + (size_t)(lslot + 1) * a->lk_words - AUT_CLS / 64u;
+        for (uint32_t q = 0; q < ((uint32_t)a->n_cls[c.row] + 63u) / 64u; q++)
+            for (uint64_t b = lkc[q]; b; b &= b - 1u) cst[q * 64u + (uint32_t)et_ctz64(b)] = MC_LOOK;
+    }
     int rc = ET_OK;
     /* (in locals: the stores to bits could alias the automaton's fields, not these) */
     const uint32_t *const tok = a->tok, *const ipos = pi.pos, end = a->row[c.row + 1u];
@@ -1292,14 +1379,14 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
         unsigned s = cst[k];
         if (s == (MC_PASS | MC_LOOK)) goto take;
         if (s == MC_DENY || s == (MC_DENY | MC_LOOK)) continue;
-        if (s == (MC_VALID | MC_LOOK) && pi.made > 0 && /* (most entries of long rows) */
-            !et_odd(odd, t)) { /* (odd: pair_of asks et_valid_pair) */
+        if ((s == (MC_VALID | MC_LOOK) || s == (MC_VALIDC | MC_LOOK)) && pi.made > 0 &&
+            !et_odd(odd, t)) { /* (most entries of long rows; odd: pair_of asks et_valid_pair) */
 #ifdef AUT_CHECK_PAIRS
             if ((int)(~ibits[ipos[t] >> 6] >> (ipos[t] & 63u) & 1u) != et_valid_pair(m, c.l, t))
                 abort();
 #endif
-            if (ibits[ipos[t] >> 6] >> (ipos[t] & 63u) & 1u) continue;
-            goto take;
+            if (!(ibits[ipos[t] >> 6] >> (ipos[t] & 63u) & 1u)) goto take; /* a valid pair */
+            if (s == (MC_VALID | MC_LOOK)) continue; /* (VALIDC: the class asks the probes) */
         }
         const unsigned v = drow ? drow[a->dig[t]] : 1u;
         if (!v) {
@@ -1315,7 +1402,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
             if (!entry_ok(a, &mm, &x, i, apart ? -2 : -1, v)) continue;
             goto take;
         }
-        if (!s) s = cst[k] = (uint8_t)mask_class(a, &mm, &x, i, v);
+        if (!(s & 7u)) s = cst[k] = (uint8_t)(mask_class(a, &mm, &x, i, v) | (s & MC_LOOK));
         switch (s & 7u) {
         case MC_DENY:
             continue;
@@ -1340,21 +1427,35 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
             break;
         }
         if (s & MC_LOOK) goto take;
+        if (lslot >= 0 && lk_entry(a, lslot, c.row, i, 0)) goto take; /* kept */
         if (!entry_look(a, &mm, &x, i, (v & 15u) - 1u)) continue;
+        if (lslot >= 0) lk_entry(a, lslot, c.row, i, 1);
         if (a->probes) {
             const uint32_t r = a->nxt[i],
                            wt = atomic_load_explicit(&a->wit[i], memory_order_relaxed),
                            j = a->row[r] + (wt >> 1) - 1u;
-            if (wt && j < a->row[r + 1u] && look_by_cut(a, &x, t, j, (v & 15u) - 1u))
+            if (wt && j < a->row[r + 1u] && look_by_cut(a, &x, t, j, (v & 15u) - 1u)) {
                 cst[k] |= MC_LOOK;
+                if (lslot >= 0 && k < AUT_CLS)
+                    a->lk[(size_t)(lslot + 1) * a->lk_words - AUT_CLS / 64u + k / 64u] |=
+                        (uint64_t)1 << (k & 63u);
+            }
         }
     take:
+#ifdef AUT_CHECK_PAIRS
+        /* what the look-aheads kept (lk_take) answer is a fact: entry_look proves it again */
+        if (lslot >= 0 && !a->accept[a->nxt[i]]) {
+            const unsigned cv = drow ? drow[a->dig[t]] : 1u;
+            if (!cv || !entry_look(a, &mm, &x, i, (cv & 15u) - 1u)) abort();
+        }
+#endif
         if (!mask_put(t, bits, ids, cap, &w)) {
             rc = ET_E_FULL;
             break;
         }
     }
     if (slot >= 0) atomic_store_explicit(&a->busy[slot], 0, memory_order_release);
+    if (lslot >= 0) atomic_store_explicit(&a->lk_busy[lslot], 0, memory_order_release);
     if (rc == ET_OK) *n = w;
     return rc;
 }
