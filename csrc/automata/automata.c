@@ -73,7 +73,8 @@ struct et_automaton {
     _Atomic uint8_t *busy; /* AUT_SCRATCH: inv's bitsets taken */
     uint64_t *lk;     /* AUT_LK slots of lk_words: a long row's entries whose look-ahead is
                        * proven, then its classes', for one key (lk_key) each (see lk_take) */
-    uint64_t *lk_key; /* 2 per slot: the row, digit run and l's shape they are for (0: none) */
+    uint64_t *lk_key; /* 2 per slot: the row, digit run, l's shape and AUT_ENDS_APOS they are
+                       * for (0: none) */
     _Atomic uint8_t *lk_busy;  /* AUT_LK: slots taken (by one mask at a time) */
     _Atomic uint32_t *lk_used; /* AUT_LK + 1: when each slot was last taken; [AUT_LK] the clock */
     size_t lk_words;
@@ -585,8 +586,8 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
                 !(a->lk_busy = malloc(AUT_LK * sizeof *a->lk_busy)) ||
                 !(a->lk_used = malloc((AUT_LK + 1u) * sizeof *a->lk_used)))
                 goto done;
-            for (unsigned k = 0; k < AUT_LK; k++) atomic_init(&a->lk_busy[k], 0);
-            for (unsigned k = 0; k <= AUT_LK; k++) atomic_init(&a->lk_used[k], 0);
+            for (unsigned q = 0; q < AUT_LK; q++) atomic_init(&a->lk_busy[q], 0);
+            for (unsigned q = 0; q <= AUT_LK; q++) atomic_init(&a->lk_used[q], 0);
             a->bytes += AUT_LK * (a->lk_words * sizeof *a->lk + 2u * sizeof *a->lk_key + 5u) + 4u;
         }
     }
@@ -1173,8 +1174,7 @@ scan:
 #define MC_DENY 2u  /* 0 for every entry */
 #define MC_VALID 3u /* et_valid_pair(l, t) */
 #define MC_TOK 4u   /* pair_ok_c itself, entry by entry */
-#define MC_VALIDC 7u /* et_valid_pair(l, t), or else whether a cut may fall (not known yet;
-                     * & 3 as MC_VALID's) */
+#define MC_VALIDC 5u /* et_valid_pair(l, t), or else whether a cut may fall (not known yet) */
 #define MC_LOOK 8u  /* the look-ahead is proven for every entry whose pair passes */
 static unsigned mask_class(const et_automaton *a, struct memo *mm, const struct pctx *x,
                            uint32_t i, unsigned v)
@@ -1230,9 +1230,12 @@ int et_automaton_accepting(const et_automaton *a, int64_t state)
 
 /* Look-aheads kept from mask to mask. Whether entry i of a long row is live after l
  * (entry_look), and whether look_by_cut proves it for a class of the row, depend on l only
- * through its first shape and final apostrophe (pctx_look: the probes are remembered by those)
- * and on the digit run d: a slot keeps, for one (row, d, those), the entries and classes proven
- * (facts: bits are only set). Returns the slot taken for the key (k1, k2) by this mask until it
+ * through its first shape and whether an apostrophe is in its last two bytes (AUT_ENDS_APOS;
+ * pctx_look: the probes are remembered by those: l's bytes are read only by probe(), as the
+ * context before t) and on the digit run d: a slot keeps, for one (row, d, those), the entries
+ * and classes proven (facts: bits are only set). (Where a->probes is NULL, too many shapes,
+ * probe answers are otherwise kept for one mask only: this leans on "texts of the same shape
+ * are cut alike" (see shapes) for l's of one shape across masks too.) Returns the slot taken for the key (k1, k2) by this mask until it
  * gives it back (lk_busy), cleared where it held another key: of the key's two places, the one
  * that holds it, else the one taken less recently; -1 where other masks hold both. */
 static int lk_take(const et_automaton *a, uint64_t k1, uint64_t k2, uint32_t n_row, uint32_t n_cls)
