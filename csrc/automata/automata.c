@@ -73,8 +73,8 @@ struct et_automaton {
     _Atomic uint8_t *busy; /* AUT_SCRATCH: inv's bitsets taken */
     uint64_t *lk;     /* AUT_LK slots of lk_words: a long row's entries whose look-ahead is
                        * proven, then its classes', for one key (lk_key) each (see lk_take) */
-    uint64_t *lk_key; /* 2 per slot: the row, digit run, l's shape and AUT_ENDS_APOS they are
-                       * for (0: none) */
+    uint64_t *lk_key; /* 2 per slot: the row and digit run, and l's shape, they are for (0:
+                       * none) */
     _Atomic uint8_t *lk_busy;  /* AUT_LK: slots taken (by one mask at a time) */
     _Atomic uint32_t *lk_used; /* AUT_LK + 1: when each slot was last taken; [AUT_LK] the clock */
     size_t lk_words;
@@ -1230,14 +1230,20 @@ int et_automaton_accepting(const et_automaton *a, int64_t state)
 
 /* Look-aheads kept from mask to mask. Whether entry i of a long row is live after l
  * (entry_look), and whether look_by_cut proves it for a class of the row, depend on l only
- * through its first shape and whether an apostrophe is in its last two bytes (AUT_ENDS_APOS;
- * pctx_look: the probes are remembered by those: l's bytes are read only by probe(), as the
- * context before t) and on the digit run d: a slot keeps, for one (row, d, those), the entries
- * and classes proven (facts: bits are only set). (Where a->probes is NULL, too many shapes,
- * probe answers are otherwise kept for one mask only: this leans on "texts of the same shape
- * are cut alike" (see shapes) for l's of one shape across masks too.) Returns the slot taken for the key (k1, k2) by this mask until it
- * gives it back (lk_busy), cleared where it held another key: of the key's two places, the one
- * that holds it, else the one taken less recently; -1 where other masks hold both. */
+ * through its first shape (pctx_look: the probes are remembered by it, and by AUT_ENDS_APOS,
+ * which the shape shows: apostrophes keep their byte; l's bytes are read only by probe(), as
+ * the context before t) and on the digit run d: a slot keeps, for one (row, d, l's shape), the
+ * entries and classes proven (facts: bits are only set). (Where a->probes is NULL, too many
+ * shapes, probe answers are otherwise kept for one mask only: this leans on "texts of the same
+ * shape are cut alike" (see shapes) for l's of one shape across masks too.) Returns the slot
+ * taken for the key (k1, k2) by this mask until it gives it back (lk_busy), cleared where it
+ * held another key: of the key's two places, the one that holds it, else the one taken less
+ * recently; -1 where other masks hold both. */
+static inline uint64_t *lk_cls(const et_automaton *a, int slot) /* a slot's class bits */
+{
+    return a->lk + (size_t)(slot + 1) * a->lk_words - AUT_CLS / 64u;
+}
+
 static int lk_take(const et_automaton *a, uint64_t k1, uint64_t k2, uint32_t n_row, uint32_t n_cls)
 {
     const unsigned h = (unsigned)(((k1 * 0x9E3779B97F4A7C15ull) ^ (k2 * 0xC2B2AE3D27D4EB4Full)) >>
@@ -1255,13 +1261,14 @@ static int lk_take(const et_automaton *a, uint64_t k1, uint64_t k2, uint32_t n_r
     else if (pick < 0)
         pick = got[0] ? 0 : got[1] ? 1 : -1;
     for (unsigned k = 0; k < 2u; k++)
-        if (got[k] && (int)k != pick) atomic_store_explicit(&a->lk_busy[h + k], 0, memory_order_release);
+        if (got[k] && (int)k != pick)
+            atomic_store_explicit(&a->lk_busy[h + k], 0, memory_order_release);
     if (pick < 0) return -1;
     const unsigned slot = h + (unsigned)pick;
     if (a->lk_key[2u * slot] != k1 || a->lk_key[2u * slot + 1u] != k2) {
         uint64_t *lk = a->lk + (size_t)slot * a->lk_words;
         memset(lk, 0, ((size_t)n_row + 63u) / 64u * sizeof *lk);
-        memset(lk + (a->lk_words - AUT_CLS / 64u), 0, ((size_t)n_cls + 63u) / 64u * sizeof *lk);
+        memset(lk_cls(a, (int)slot), 0, ((size_t)n_cls + 63u) / 64u * sizeof *lk);
         a->lk_key[2u * slot] = k1;
         a->lk_key[2u * slot + 1u] = k2;
     }
@@ -1364,12 +1371,12 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
      * the classes' (lkc, put in cst) */
     int lslot = -1;
     if (a->lk && c.l != ET_NONE && n_row >= AUT_LONG &&
-        (lslot = lk_take(a, (uint64_t)c.row << 32 | (uint64_t)c.d << 1 |
-                                (uint64_t)((a->head[c.l] & AUT_ENDS_APOS) != 0),
-                         (uint64_t)a->shape[(size_t)4u * c.l] + 1u, n_row, a->n_cls[c.row])) >= 0) {
-        const uint64_t *lkc = a->lk + (size_t)(lslot + 1) * a->lk_words - AUT_CLS / 64u;
+        (lslot = lk_take(a, (uint64_t)c.row << 32 | c.d, (uint64_t)a->shape[(size_t)4u * c.l] + 1u,
+                         n_row, a->n_cls[c.row])) >= 0) {
+        const uint64_t *lkc = lk_cls(a, lslot);
         for (uint32_t q = 0; q < ((uint32_t)a->n_cls[c.row] + 63u) / 64u; q++)
-            for (uint64_t b = lkc[q]; b; b &= b - 1u) cst[q * 64u + (uint32_t)et_ctz64(b)] = MC_LOOK;
+            for (uint64_t b = lkc[q]; b; b &= b - 1u)
+                cst[q * 64u + (uint32_t)et_ctz64(b)] = MC_LOOK;
     }
     int rc = ET_OK;
     /* (in locals: the stores to bits could alias the automaton's fields, not these) */
@@ -1440,8 +1447,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
             if (wt && j < a->row[r + 1u] && look_by_cut(a, &x, t, j, (v & 15u) - 1u)) {
                 cst[k] |= MC_LOOK;
                 if (lslot >= 0 && k < AUT_CLS)
-                    a->lk[(size_t)(lslot + 1) * a->lk_words - AUT_CLS / 64u + k / 64u] |=
-                        (uint64_t)1 << (k & 63u);
+                    lk_cls(a, lslot)[k / 64u] |= (uint64_t)1 << (k & 63u);
             }
         }
     take:
