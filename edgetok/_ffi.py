@@ -8,6 +8,7 @@ a longer text or piece shows up.
 from __future__ import annotations
 
 import _thread  # (not threading: it imports functools and collections at start-up)
+import itertools
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings
@@ -75,6 +76,9 @@ _scratch_new = ffi.new_allocator(should_clear_after_alloc=False)
 _KEEP_OUT = 1 << 22  # id buffers larger than this are not kept between calls
 
 
+_keys = itertools.count(1)
+
+
 class Model:
     """A loaded .etok model (read-only, shared by all threads)."""
 
@@ -83,6 +87,7 @@ class Model:
         self.source = source
         self._keep = keepalive
         self._scratch = _Scratch()
+        self._key = next(_keys)  # (batch helpers' workspaces are for one model: see job_serve)
         self.n_vocab: int = lib.et_model_n_vocab(handle)
         param = ffi.new("uint32_t *")
         self.pretok: int = lib.et_model_pretok(handle, param)
@@ -406,32 +411,26 @@ class Model:
         uint32) and the documents' offsets in them (a bytearray of int64); and the indices of
         the documents left for the caller (holding one of heads or a lone surrogate, or refused
         by the C core: None / -1 / no ids in their place). The calling thread readies the
-        documents and makes the results; up to threads - 1 pool threads help encode, without
-        the GIL."""
+        documents and makes the results; up to threads - 1 helper threads (parallel.helpers)
+        encode, without the GIL."""
         from ._ids import job_cancel, job_new, job_result
-        from .parallel import CHUNK_CHARS, PARALLEL_MIN_BYTES, cores, pool
+        from . import parallel as p
 
-        raw = type(docs) is tuple  # (data, ends): the parts of one text (see job_new)
-        total = len(docs[0]) if raw else sum(map(len, docs))
-        n = len(docs[1]) if raw else len(docs)
-        threads = min(threads, cores(), n) if total >= PARALLEL_MIN_BYTES else 1
-        step = CHUNK_CHARS if threads == 1 else max(min(CHUNK_CHARS, total // (8 * threads)), 1)
-        job = job_new(mode, _ENCODE_ADDR if mode != 1 else _COUNT_ADDR, _EVICTIONS_ADDR,
-                      _NEED_ADDR, docs, heads, self._bound0, self._bound1, FINAL, step,
-                      threads, _GROW_EVICT, sink)
-        helpers: list = []  # type: ignore[type-arg]
+        errors: list[BaseException] = []  # a helper's, that stopped the job
+        job, threads = job_new(mode, _ENCODE_ADDR if mode != 1 else _COUNT_ADDR, _EVICTIONS_ADDR,
+                               _NEED_ADDR, docs, heads, self._bound0, self._bound1, FINAL,
+                               p.CHUNK_CHARS, min(threads, p.cores()), p.JOB_MIN_CHARS,
+                               _GROW_TEXT, _GROW_EVICT, _MAX_SLOTS, sink, self, self._key,
+                               errors)
         try:
-            for _ in range(threads - 1):
-                helpers.append(pool().submit(self._run_job, job, total, False))
-            self._run_job(job, total, True)
+            if threads > 1 and not p.helpers_started:
+                p.helpers()  # (they take the job, posted)
+            self._run_job(job, True)
         except BaseException:
-            job_cancel(job, -1, 0)  # (before waiting: a helper may wait for chunks to be readied)
-            for f in helpers:  # a helper's error stopped the job: that is the one to raise
-                if not f.cancel() and f.exception() is not None:
-                    raise f.exception()  # type: ignore[misc]
+            job_cancel(job, -1, 0)  # (no helper goes on with the job after this)
+            if errors:  # (appended before the helper stopped the job)
+                raise errors[0] from None
             raise
-        for f in helpers:  # (the main thread is done, so are the helpers' chunks: not waited for)
-            f.cancel()  # one not started yet has nothing to do
         return job_result(job)  # type: ignore[no-any-return]
 
     def parallel(self, mode: int, data: bytes, threads: int | None) -> Any:
@@ -450,28 +449,33 @@ class Model:
                     return got if mode == 3 else sum(got)
         return self.encode(data)[0] if mode == 3 else self.count(data)[0]
 
-    def _run_job(self, job: object, total: int, main: bool) -> None:
-        """This thread's part of a batch job, its workspace grown where the job stops for it."""
+    def _run_job(self, job: object, main: bool, stop: tuple[int, int, int, int] | None = None,
+                 errors: list[BaseException] | None = None) -> None:
+        """This thread's part of a batch job (from where it stopped for it: stop, as job_run
+        gives it), its workspace grown where the job stops for it; a helper's error goes to
+        errors before the job is stopped."""
         from ._ids import job_cancel, job_run
 
-        check = total >= _GROW_TEXT  # grow the piece cache once, if it thrashes
         k, at = -1, 0
         try:
             while True:
+                if stop is not None:
+                    k, at, need, total = stop
+                    if need:
+                        self._ws(need)
+                    else:  # (the piece cache thrashed: see _ids.c grows)
+                        self._grow(total)
                 self._ws()
+                s = self._scratch
                 # held: Python code run between chunks (a signal handler, a finalizer) may
                 # replace this thread's workspace, which the job goes on using
-                mem = self._scratch.ws_mem  # noqa: F841
-                stop = job_run(job, self._scratch.ws_addr, check, k, at, main)
+                mem = s.ws_mem  # noqa: F841
+                stop = job_run(job, s.ws_addr, s.ws_slots, k, at, main)
                 if stop is None:
                     return
-                k, at, need = stop
-                if need:
-                    self._ws(need)
-                else:
-                    check = False
-                    self._grow(total)
-        except BaseException:
+        except BaseException as e:
+            if errors is not None:
+                errors.append(e)
             job_cancel(job, k, at)  # every thread stops; this one's chunk goes to the caller
             raise
 

@@ -140,6 +140,16 @@ static PyObject *pieces(PyObject *self, PyObject *args)
  * batches of 4 KB documents at 1.4-1.7x one thread's speed.) A chunk's ids go to memory of
  * its own until they are listed.
  *
+ * Helpers are threads that wait for jobs in job_serve, the GIL released: job_new posts the
+ * job on a board and a waiting helper starts on it as soon as the main thread readies its
+ * first chunk, with the workspace it used last. It takes the GIL only for a job of another
+ * model than its last one (to find its workspace for that model) and where the job stops
+ * for it (a larger workspace). The main thread, done, waits for the helpers to leave the
+ * job (retire). (Before, helpers were a thread pool's tasks that began and ended in Python:
+ * the first helper started ~60 us after the main thread had readied a chunk, and the main
+ * thread waited ~25 us at the end for a helper to let go of the GIL; 2 threads ran
+ * count_batch of 2 MB of 4 KB documents at 1.8-1.9x one thread's speed.)
+ *
  * A document holding one of heads (the first bytes of special or added tokens: looked for by
  * the encoding thread) or lone surrogates, or that the C core refuses (a status other than
  * ET_OK that a larger workspace does not cure), is left for the caller (`flagged`), which
@@ -176,11 +186,18 @@ struct chunk {
 
 struct job {
     int mode; /* 0: a list of ids per document, 1: a count, 2: one flat run of ids, 3: one list */
+    int threads, check; /* check: long enough to grow piece caches (see grows) */
+    Py_ssize_t max_slots;
     unsigned final;
     void *fn; /* et_encode (modes 0, 2, 3) or et_count (mode 1) */
     ws_fn evictions, need;
     size_t b0, b1, grow_evict;
     PyObject *docs, *heads, *result, *sink; /* owned */
+    PyObject *model, *errors; /* owned: the model (for helpers) and where helpers' errors go */
+    PyObject *capsule;        /* the job's own (borrowed: alive while a helper is inside) */
+    unsigned long long key;   /* the model's, for helpers: their workspace is for one model */
+    PyInterpreterState *interp; /* helpers serve the jobs of their own interpreter only */
+    Py_ssize_t total;         /* characters (bytes for parts of one text) */
     const char **head;  /* heads' bytes and lengths (the encoding threads', without the GIL) */
     size_t *head_len;
     Py_ssize_t n_heads;
@@ -194,6 +211,9 @@ struct job {
     /* under mu: */
     Py_ssize_t ready, next; /* chunks [0, ready) readied, [0, next) taken */
     int waiting, cancel;
+    int inside; /* helpers that took the job from the board and have not left it */
+    unsigned long forks; /* the process's forks when it was made (see board_reset) */
+    int want;   /* under board.mu: helpers still wanted */
     /* the main thread's: */
     Py_ssize_t listed;
 };
@@ -207,49 +227,135 @@ static int holds(const char *p, size_t len, const char *h, size_t hl)
     return 0;
 }
 
+/* The board: jobs posted for helpers, oldest first (a job that finds it full has none). */
+#define POSTS 8
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct job *post[POSTS];
+    int n;
+    unsigned long forks;
+} board = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {NULL}, 0, 0};
+
+/* In a child after fork: the helpers are gone, and so are the threads of the jobs made before
+ * (whose locks may be held for ever): those are let go without a look at their locks. */
+static void board_reset(void)
+{
+    pthread_mutex_init(&board.mu, NULL);
+    pthread_cond_init(&board.cv, NULL);
+    board.n = 0;
+    board.forks++;
+}
+
+static void unpost(struct job *j) /* (under board.mu) */
+{
+    for (int i = 0; i < board.n; i++)
+        if (board.post[i] == j) {
+            memmove(board.post + i, board.post + i + 1, (size_t)(board.n - i - 1) * sizeof j);
+            board.n--;
+            return;
+        }
+}
+
+static void leave(struct job *j)
+{
+    pthread_mutex_lock(&j->mu);
+    j->inside--;
+    if (j->waiting) pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* No helper takes the job from now on; returns once none is inside it (the GIL held, let go
+ * while waiting: a helper may need it to leave). */
+static void retire(struct job *j)
+{
+    if (j->forks != board.forks) return;
+    pthread_mutex_lock(&board.mu);
+    unpost(j);
+    pthread_mutex_unlock(&board.mu);
+    pthread_mutex_lock(&j->mu);
+    const int inside = j->inside;
+    pthread_mutex_unlock(&j->mu);
+    if (!inside) return;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&j->mu);
+    while (j->inside) {
+        j->waiting++;
+        pthread_cond_wait(&j->cv, &j->mu);
+        j->waiting--;
+    }
+    pthread_mutex_unlock(&j->mu);
+    Py_END_ALLOW_THREADS
+}
+
+static void cancel(struct job *j)
+{
+    pthread_mutex_lock(&j->mu);
+    j->cancel = 1;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
 static void job_free(PyObject *capsule)
 {
     struct job *j = PyCapsule_GetPointer(capsule, "edgetok.job");
     if (!j) return;
+    const int here = j->forks == board.forks;
+    if (here) {
+        cancel(j); /* (a job its caller never ran: helpers wait for chunks that never come) */
+        retire(j);
+    }
     for (Py_ssize_t i = 0; j->d && i < j->n; i++) Py_XDECREF(j->d[i].bytes);
     for (Py_ssize_t k = 0; j->c && k < j->n_chunks; k++) free(j->c[k].ids);
     Py_XDECREF(j->docs);
     Py_XDECREF(j->heads);
     Py_XDECREF(j->result);
     Py_XDECREF(j->sink);
+    Py_XDECREF(j->model);
+    Py_XDECREF(j->errors);
     PyMem_Free(j->d);
     PyMem_Free(j->c);
     PyMem_Free(j->head);
     PyMem_Free(j->head_len);
-    pthread_mutex_destroy(&j->mu);
-    pthread_cond_destroy(&j->cv);
+    if (here) {
+        pthread_mutex_destroy(&j->mu);
+        pthread_cond_destroy(&j->cv);
+    }
     PyMem_Free(j);
 }
 
-/* job_new(mode, fn, evictions, need, docs, heads, b0, b1, final, step, threads, grow_evict,
- * sink): a job over the list docs (str), or over the parts of one text (docs: (data, ends),
- * data bytes of UTF-8 cut at the offsets ends, ascending, the last len(data): its shards),
- * for `threads` threads; fn, evictions and need the addresses of et_encode or et_count,
- * et_ws_evictions and et_ws_need; step: the chunks' characters; grow_evict: see job_run;
+/* job_new(mode, fn, evictions, need, docs, heads, b0, b1, final, chunk, threads, min_total,
+ * grow_text, grow_evict, max_slots, sink, model, key, errors): a job over the list docs
+ * (str), or over the parts of one text (docs: (data, ends), data bytes of UTF-8 cut at the
+ * offsets ends, ascending, the last len(data): its shards); fn, evictions and need the
+ * addresses of et_encode or et_count, et_ws_evictions and et_ws_need. On up to `threads`
+ * threads where the documents hold min_total characters or more (bytes for parts), posted
+ * for the helpers (job_serve), else on the calling thread alone; chunks of `chunk`
+ * characters at most (at least 8 a thread). grow_text, grow_evict, max_slots: see grows.
  * sink (mode 2): called with each chunk's ids in turn (a memoryview of uint32, valid during
- * the call only: array.frombytes, bytearray.extend; a sink must not keep it nor a slice). */
+ * the call only: array.frombytes, bytearray.extend; a sink must not keep it nor a slice).
+ * model, key: what job_serve gives helpers, the key telling which workspace serves the
+ * model; errors: a list, given to helpers for their errors. Returns (job, the number of
+ * threads it is for). */
 static PyObject *job_new(PyObject *self, PyObject *args)
 {
     int mode;
-    unsigned long long fn, ev, need;
-    PyObject *docs, *heads, *sink;
-    Py_ssize_t b0, b1, step, threads, grow_evict;
+    unsigned long long fn, ev, need, key;
+    PyObject *docs, *heads, *sink, *model, *errors;
+    Py_ssize_t b0, b1, step, threads, min_total, grow_text, grow_evict, max_slots;
     unsigned final;
     (void)self;
-    if (!PyArg_ParseTuple(args, "iKKKOOnnInnnO", &mode, &fn, &ev, &need, &docs, &heads, &b0,
-                          &b1, &final, &step, &threads, &grow_evict, &sink))
+    if (!PyArg_ParseTuple(args, "iKKKOOnnInnnnnnOOKO", &mode, &fn, &ev, &need, &docs, &heads,
+                          &b0, &b1, &final, &step, &threads, &min_total, &grow_text,
+                          &grow_evict, &max_slots, &sink, &model, &key, &errors))
         return NULL;
     const int raw = PyTuple_Check(docs) && PyTuple_Size(docs) == 2 &&
                     PyBytes_Check(PyTuple_GetItem(docs, 0)) &&
                     PyList_Check(PyTuple_GetItem(docs, 1));
     if ((!PyList_Check(docs) && !raw) || !PyTuple_Check(heads) || mode < 0 || mode > 3 ||
-        !fn || !ev || !need || b0 < 0 || b1 < 0 || step < 1 || threads < 1 || grow_evict < 0 ||
-        (mode == 2 && !PyCallable_Check(sink))) {
+        !fn || !ev || !need || b0 < 0 || b1 < 0 || step < 1 || threads < 1 || min_total < 0 ||
+        grow_text < 0 || grow_evict < 0 || max_slots < 0 ||
+        (mode == 2 && !PyCallable_Check(sink)) || !PyList_Check(errors)) {
         PyErr_SetString(PyExc_ValueError, "job_new: bad arguments");
         return NULL;
     }
@@ -284,7 +390,15 @@ static PyObject *job_new(PyObject *self, PyObject *args)
     j->b0 = (size_t)b0;
     j->b1 = (size_t)b1;
     j->grow_evict = (size_t)grow_evict;
-    j->ahead = 2 * threads - 1; /* chunks readied beyond those taken */
+    j->max_slots = max_slots;
+    j->capsule = capsule;
+    j->forks = board.forks;
+    j->interp = PyInterpreterState_Get();
+    Py_INCREF(model);
+    j->model = model;
+    Py_INCREF(errors);
+    j->errors = errors;
+    j->key = key;
     Py_INCREF(docs);
     j->docs = docs;
     Py_INCREF(heads);
@@ -329,23 +443,41 @@ static PyObject *job_new(PyObject *self, PyObject *args)
             at = e;
         }
     }
+    for (Py_ssize_t i = 0; i < j->n; i++) { /* (each document's characters in count for now) */
+        PyObject *s = raw ? NULL : PyList_GetItem(docs, i);
+        j->d[i].count = raw                  ? j->d[i].len
+                        : PyUnicode_Check(s) ? (size_t)PyUnicode_GetLength(s)
+                                             : 0; /* (not a str: an error later) */
+        j->total += (Py_ssize_t)j->d[i].count;
+    }
+    if (threads > j->n) threads = j->n;
+    j->threads = j->total < min_total || threads < 2 ? 1 : threads < 1024 ? (int)threads : 1024;
+    j->check = j->total >= grow_text;
+    j->ahead = 2 * j->threads - 1; /* chunks readied beyond those taken */
+    if (j->threads > 1 && step > j->total / (8 * j->threads))
+        step = j->total / (8 * j->threads) > 1 ? j->total / (8 * j->threads) : 1;
     /* With helpers, the first chunks (those the main thread readies before it encodes) are a
      * quarter of step: the helpers start sooner. count_batch of 4 KB English documents on 2
-     * threads, 1.77-1.83x -> 1.85-1.88x one thread's speed (3 runs, 4 blocks each, alternated). */
-    Py_ssize_t start = 0, acc = 0;
+     * threads, 1.77-1.83x -> 1.85-1.88x one thread's speed (3 runs, 4 blocks each, alternated).
+     * And the last ones shrink with the work left (a quarter of a thread's share of it, an
+     * eighth of step at least): the threads end together. */
+    Py_ssize_t start = 0, acc = 0, left = j->total;
     for (Py_ssize_t i = 0; i < j->n; i++) {
-        PyObject *s = raw ? NULL : PyList_GetItem(docs, i);
-        acc += raw                  ? (Py_ssize_t)j->d[i].len
-               : PyUnicode_Check(s) ? PyUnicode_GetLength(s)
-                                    : 0; /* (not a str: an error later) */
-        const Py_ssize_t limit = threads > 1 && j->n_chunks < j->ahead ? step / 4 : step;
+        acc += (Py_ssize_t)j->d[i].count;
+        Py_ssize_t limit = step;
+        if (j->threads > 1 && j->n_chunks < j->ahead)
+            limit = step / 4;
+        else if (j->threads > 1 && left < 4 * j->threads * step)
+            limit = left / (4 * j->threads) > step / 8 ? left / (4 * j->threads) : step / 8;
         if (acc >= limit || i + 1 == j->n) {
             j->c[j->n_chunks].a = start;
             j->c[j->n_chunks++].b = i + 1;
             start = i + 1;
+            left -= acc;
             acc = 0;
         }
     }
+    for (Py_ssize_t i = 0; i < j->n; i++) j->d[i].count = 0;
     if (mode < 2) {
         j->result = PyList_New(j->n);
         if (!j->result) {
@@ -353,7 +485,16 @@ static PyObject *job_new(PyObject *self, PyObject *args)
             return NULL;
         }
     }
-    return capsule;
+    if (j->threads > 1) {
+        pthread_mutex_lock(&board.mu);
+        if (board.n < POSTS) {
+            j->want = j->threads - 1;
+            board.post[board.n++] = j;
+            pthread_cond_broadcast(&board.cv);
+        }
+        pthread_mutex_unlock(&board.mu);
+    }
+    return Py_BuildValue("Ni", capsule, j->threads);
 }
 
 /* Readies chunk k (the GIL held): each document's UTF-8 (an ASCII str's own bytes, read in
@@ -549,14 +690,6 @@ static int list_chunk(struct job *j, Py_ssize_t k)
     return 0;
 }
 
-static void cancel(struct job *j)
-{
-    pthread_mutex_lock(&j->mu);
-    j->cancel = 1;
-    pthread_cond_broadcast(&j->cv);
-    pthread_mutex_unlock(&j->mu);
-}
-
 /* The next chunk to encode, or -1 (none left, or the job cancelled). A helper waits for the
  * main thread to ready one; the main thread does not (wait 0). */
 static Py_ssize_t take(struct job *j, int wait)
@@ -576,21 +709,38 @@ static Py_ssize_t take(struct job *j, int wait)
     return k;
 }
 
-/* job_run(job, ws, check, chunk, at, main): runs the job on this thread with workspace ws
- * until nothing is left for it: None. Or (chunk, at, need): it stopped in the middle of that
- * chunk, its own, for a larger workspace (need: et_ws_size's argument) or, when check, for a
- * larger piece cache (need 0: the cache thrashed, put a piece out for more than
- * 1/grow_evict of a document's bytes): grow it and call again with that chunk and at.
- * main: this thread readies chunks and makes the results (see above); the others only
- * encode. An error stops every thread (job_cancel). */
+/* A job made before a fork cannot go on in the child (its helpers are gone). */
+static PyObject *forked(void)
+{
+    PyErr_SetString(PyExc_RuntimeError, "edgetok: a batch cannot go on in a forked child");
+    return NULL;
+}
+
+/* Whether a workspace with a piece cache of `slots` slots (a power of two) stops when the
+ * cache thrashes (puts a piece out for more than 1/grow_evict of a document's bytes, after 4
+ * evictions): the job's documents hold grow_text characters or more, and Model._grow would
+ * give it more slots for them (total / 8, a power of two, at most max_slots). */
+static int grows(const struct job *j, Py_ssize_t slots)
+{
+    return j->check && slots < j->max_slots && j->total / 16 >= slots;
+}
+
+/* job_run(job, ws, slots, chunk, at, main): runs the job on this thread with workspace ws
+ * (its piece cache of `slots` slots) until nothing is left for it: None. Or (chunk, at, need,
+ * total): it stopped in the middle of that chunk, its own, for a larger workspace (need:
+ * et_ws_size's argument) or for a larger piece cache (need 0: see grows; total: the job's
+ * characters): grow it and call again with that chunk and at. main: this thread
+ * readies chunks and makes the results (see above), and returns once no helper is left in
+ * the job; the others only encode. An error stops every thread (job_cancel). */
 static PyObject *job_run(PyObject *self, PyObject *args)
 {
     PyObject *capsule;
     unsigned long long ws_addr;
-    int check, main;
+    int main;
+    Py_ssize_t slots;
     Py_ssize_t k, at;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OKpnnp", &capsule, &ws_addr, &check, &k, &at, &main))
+    if (!PyArg_ParseTuple(args, "OKnnnp", &capsule, &ws_addr, &slots, &k, &at, &main))
         return NULL;
     struct job *j = PyCapsule_GetPointer(capsule, "edgetok.job");
     if (!j) return NULL;
@@ -600,10 +750,12 @@ static PyObject *job_run(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "job_run: bad arguments");
         return NULL;
     }
+    if (j->forks != board.forks) return forked();
     struct buf o = {NULL, 0, 0};
     size_t need = 0;
     PyObject *res = NULL;
     int stopped = 0;
+    const int check = grows(j, slots);
     if (k >= 0) { /* the chunk this thread stopped in */
         Py_BEGIN_ALLOW_THREADS
         stopped = encode_chunk(j, k, &at, ws, &o, check, &need);
@@ -624,6 +776,10 @@ static PyObject *job_run(PyObject *self, PyObject *args)
     }
     for (;;) {
         if (PyErr_CheckSignals() < 0) goto fail; /* (Ctrl-C: between chunks) */
+        if (j->forks != board.forks) { /* (a signal handler forked: this is the child) */
+            forked();
+            goto done;
+        }
         pthread_mutex_lock(&j->mu);
         const Py_ssize_t ready = j->ready, next = j->next;
         const int cancelled = j->cancel;
@@ -646,7 +802,11 @@ static PyObject *job_run(PyObject *self, PyObject *args)
             j->listed++;
             continue;
         }
-        if (j->listed == j->n_chunks) break;
+        if (j->listed == j->n_chunks) {
+            retire(j);
+            Py_CLEAR(j->errors);
+            break;
+        }
         if ((k = take(j, 0)) >= 0) {
             at = j->c[k].a;
             Py_BEGIN_ALLOW_THREADS
@@ -669,13 +829,22 @@ static PyObject *job_run(PyObject *self, PyObject *args)
     Py_INCREF(res);
     goto done;
 stop:
-    res = Py_BuildValue("nnn", k, at, (Py_ssize_t)need);
+    res = Py_BuildValue("nnnn", k, at, (Py_ssize_t)need, j->total);
     goto done;
 fail:
     cancel(j);
+    retire(j);
 done:
     free(o.p);
     return res;
+}
+
+/* Chunk k's documents from at on are left for the caller; the chunk is done. */
+static void give_up(struct job *j, Py_ssize_t k, Py_ssize_t at)
+{
+    for (Py_ssize_t i = at > j->c[k].a ? at : j->c[k].a; i < j->c[k].b; i++)
+        j->d[i].flagged = 1;
+    set_state(j, k, CH_DONE);
 }
 
 /* job_cancel(job, chunk, at): stops the job (every thread's job_run returns, the main one
@@ -688,13 +857,80 @@ static PyObject *job_cancel(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "Onn", &capsule, &k, &at)) return NULL;
     struct job *j = PyCapsule_GetPointer(capsule, "edgetok.job");
     if (!j) return NULL;
-    if (k >= 0 && k < j->n_chunks && j->c[k].state == CH_TAKEN) {
-        for (Py_ssize_t i = at > j->c[k].a ? at : j->c[k].a; i < j->c[k].b; i++)
-            j->d[i].flagged = 1;
-        set_state(j, k, CH_DONE);
-    }
+    if (j->forks != board.forks) Py_RETURN_NONE; /* (see board_reset) */
+    if (k >= 0 && k < j->n_chunks && j->c[k].state == CH_TAKEN) give_up(j, k, at);
     cancel(j);
+    retire(j);
+    Py_CLEAR(j->errors); /* (the caller holds them: an error's traceback holds the job) */
     Py_RETURN_NONE;
+}
+
+/* The oldest job posted for helpers of this interpreter, or NULL (under board.mu). */
+static struct job *posted(const PyInterpreterState *me)
+{
+    for (int i = 0; i < board.n; i++)
+        if (board.post[i]->interp == me) return board.post[i];
+    return NULL;
+}
+
+/* job_serve(key, ws, slots): a helper's loop. Waits for a posted job (the GIL released) and
+ * runs those of the model of key with workspace ws (as job_run's) until one needs Python:
+ * then (job, model, errors, total, chunk, at, need), chunk -1 for a job of another model
+ * with chunks left (nothing done: the caller runs it with job_run and its workspace for that
+ * model, and serves that model's from then on), else a stop as job_run's. ws 0: none yet. */
+static PyObject *job_serve(PyObject *self, PyObject *args)
+{
+    unsigned long long key, ws_addr;
+    Py_ssize_t slots;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "KKn", &key, &ws_addr, &slots)) return NULL;
+    void *ws = (void *)(uintptr_t)ws_addr;
+    const PyInterpreterState *me = PyInterpreterState_Get();
+    for (;;) {
+        struct job *j;
+        Py_ssize_t k = -1, at = 0;
+        size_t need = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (;;) {
+            pthread_mutex_lock(&board.mu);
+            while ((j = posted(me)) == NULL) pthread_cond_wait(&board.cv, &board.mu);
+            if (--j->want == 0) unpost(j);
+            pthread_mutex_lock(&j->mu);
+            j->inside++;
+            const int left = !j->cancel && j->next < j->n_chunks;
+            pthread_mutex_unlock(&j->mu);
+            pthread_mutex_unlock(&board.mu);
+            if (left && (!ws || j->key != key)) break;
+            struct buf o = {NULL, 0, 0};
+            int stopped = 0;
+            while (left && (k = take(j, 1)) >= 0) {
+                at = j->c[k].a;
+                if ((stopped = encode_chunk(j, k, &at, ws, &o, grows(j, slots), &need)) != 0)
+                    break;
+            }
+            free(o.p);
+            if (stopped) break;
+            leave(j);
+        }
+        Py_END_ALLOW_THREADS
+        /* The GIL held, the job is alive unless it is stopped: job_free stops it before it
+         * lets go of the GIL to wait for this helper. A stopped one wants nothing more. */
+        pthread_mutex_lock(&j->mu);
+        const int cancelled = j->cancel;
+        pthread_mutex_unlock(&j->mu);
+        if (!cancelled) {
+            PyObject *capsule = j->capsule;
+            Py_INCREF(capsule); /* (before anything allocates: a finalizer could let it go) */
+            PyObject *res = Py_BuildValue("OOOnnnn", capsule, j->model,
+                                          j->errors ? j->errors : Py_None, j->total, k, at,
+                                          (Py_ssize_t)need);
+            if (!res && k >= 0) give_up(j, k, at);
+            leave(j);
+            Py_DECREF(capsule);
+            return res;
+        }
+        leave(j);
+    }
 }
 
 /* job_result(job), after the main thread's job_run returned None: (results, flagged), results
@@ -860,10 +1096,12 @@ static PyObject *holds_any(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"job_new", job_new, METH_VARARGS,
-     "job_new(mode, fn, evictions, need, docs, heads, b0, b1, final, step, threads, "
-     "grow_evict, sink): a batch job (see the source)"},
+     "job_new(mode, fn, evictions, need, docs, heads, b0, b1, final, chunk, threads, "
+     "min_total, grow_text, grow_evict, max_slots, sink, model, key, errors): a batch job"},
     {"job_run", job_run, METH_VARARGS,
-     "job_run(job, ws, check, chunk, at, main): run the job on this thread; None or a stop"},
+     "job_run(job, ws, slots, chunk, at, main): run the job on this thread; None or a stop"},
+    {"job_serve", job_serve, METH_VARARGS,
+     "job_serve(key, ws, slots): a helper's loop; a job it cannot go on with without Python"},
     {"job_cancel", job_cancel, METH_VARARGS, "job_cancel(job, chunk, at): stop the job"},
     {"job_result", job_result, METH_VARARGS, "job_result(job): (results, flagged)"},
     {"one", one, METH_VARARGS,
@@ -880,6 +1118,8 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ids", NULL, -1, met
 
 PyMODINIT_FUNC PyInit__ids(void)
 {
+    static int at_fork;
+    if (!at_fork++ && pthread_atfork(NULL, NULL, board_reset)) return PyErr_NoMemory();
     if (!str_isascii &&
         !(str_isascii = PyObject_GetAttrString((PyObject *)&PyUnicode_Type, "isascii")))
         return NULL;

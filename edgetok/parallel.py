@@ -2,7 +2,8 @@
 part: pmap), dropped in a forked child (its threads do not survive fork) and made again on
 demand; contiguous slices for the batch paths that go document by document (map_batch,
 map_slices). Batch jobs and single large texts cut where no context can move a piece boundary
-(et_shard_cut) are run by Model.batch / Model.parallel (_ffi.py) on this pool."""
+(et_shard_cut) are run by Model.batch / Model.parallel (_ffi.py) with cores - 1 helper threads
+of their own, which wait for jobs without the GIL (helpers, _ids.job_serve)."""
 from __future__ import annotations
 
 import _thread  # (threading imports functools and collections: start-up)
@@ -15,18 +16,23 @@ if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are stri
     T = TypeVar("T")
     R = TypeVar("R")
 
-# less work than this runs on the calling thread: a helper costs ~75 us to start and stop (4 KB
-# documents, 2 threads: count_batch of 70K characters 0.86x one thread's speed, 130K 1.15x)
+# less work than this runs on the calling thread: in map_batch / map_slices, a pool thread costs
+# ~75 us to start and stop; a batch job's helpers (waiting in C) ~25 us (4 KB documents, 2
+# threads, count_batch of 32K / 70K / 130K characters: 0.97x / 1.25x / 1.51x one thread's
+# speed; helpers in the pool: 0.70x / 0.95x / 1.18x)
 PARALLEL_MIN_BYTES = 1 << 17
+JOB_MIN_CHARS = 1 << 16
 SHARD_MIN_BYTES = 1 << 18     # a single text shorter than twice this is not cut (Model.parallel)
 
 _pool = None
 _pool_lock = _thread.allocate_lock()
+helpers_started = False
 
 
 def _forget_pool() -> None:
-    global _pool
+    global _pool, helpers_started
     _pool = None
+    helpers_started = False
 
 
 if hasattr(os, "register_at_fork"):
@@ -52,6 +58,40 @@ def pool():  # type: ignore[no-untyped-def]
             # speed, 1.95x with one helper thread
             _pool = ThreadPoolExecutor(max(cores() - 1, 1), thread_name_prefix="edgetok")
         return _pool
+
+
+def helpers() -> None:
+    """Starts the batch jobs' helper threads, once: cores() - 1 of them (the calling thread
+    always takes a part), the same ones for every job, their workspaces' caches warm."""
+    global helpers_started
+    with _pool_lock:
+        if not helpers_started:
+            for _ in range(max(cores() - 1, 1)):
+                _thread.start_new_thread(_serve, ())
+            helpers_started = True
+
+
+def _serve() -> None:
+    """A helper's loop: the jobs of the model it served last run in C (job_serve); a job of
+    another model, or one that stops for a larger workspace, goes on here."""
+    from ._ids import job_cancel, job_serve
+
+    key, ws, slots, mem = 0, 0, 0, None  # noqa: F841 (mem: holds the workspace at ws)
+    while True:
+        try:
+            job, model, errors, total, k, at, need = job_serve(key, ws, slots)
+        except BaseException:  # (no memory: job_serve gave its chunk up)
+            continue
+        try:
+            model._run_job(job, False, (k, at, need, total) if k >= 0 else None, errors)
+        except BaseException:  # (in errors, for the job's caller to raise; or no memory)
+            job_cancel(job, k, at)  # (again: where it came before _run_job's own)
+        try:
+            s = model._scratch
+            key, ws, slots, mem = model._key, s.ws_addr, s.ws_slots, s.ws_mem
+        except BaseException:
+            key, ws, slots, mem = 0, 0, 0, None
+        del job, model, errors
 
 
 def pmap(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:

@@ -260,6 +260,7 @@ def test_gpt2_shard_cut_repro(gpt2_family):  # type: ignore[no-untyped-def]
     mixed = ("w  \n\n#" * 40 + "the cat sat\n") * 2000
     with mock.patch.object(parallel, "SHARD_MIN_BYTES", 64), \
             mock.patch.object(parallel, "PARALLEL_MIN_BYTES", 1), \
+            mock.patch.object(parallel, "JOB_MIN_CHARS", 1), \
             mock.patch.object(parallel, "cores", lambda: 8):
         assert enc.encode_parallel(mixed) == ref.encode_ordinary(mixed)
         assert enc.count_parallel(mixed) == len(ref.encode_ordinary(mixed))

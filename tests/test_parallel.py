@@ -37,6 +37,7 @@ def test_every_shard_cut_is_exact_long(enc, ref, text):  # type: ignore[no-untyp
 def small_shards(monkeypatch):  # type: ignore[no-untyped-def]
     monkeypatch.setattr(parallel, "SHARD_MIN_BYTES", 64)
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(parallel, "JOB_MIN_CHARS", 1)
     monkeypatch.setattr(parallel, "cores", lambda: 8)  # many shards even on a 2-core machine
 
 
@@ -85,6 +86,7 @@ def test_batches_generated(enc, ref, docs):  # type: ignore[no-untyped-def]
     from unittest import mock
 
     with mock.patch.object(parallel, "PARALLEL_MIN_BYTES", 1), \
+            mock.patch.object(parallel, "JOB_MIN_CHARS", 1), \
             mock.patch.object(parallel, "CHUNK_CHARS", 7), \
             mock.patch.object(parallel, "cores", lambda: 8):
         want = ref.encode_ordinary_batch(docs)
@@ -104,6 +106,57 @@ def test_batches_across_threads(enc, ref, corpora, small_shards):  # type: ignor
         assert enc.count_batch(docs, num_threads=n) == [len(w) for w in want]
     assert enc.encode_batch(["a<|endoftext|>"] * 50, allowed_special="all") == \
         ref.encode_batch(["a<|endoftext|>"] * 50, allowed_special="all")
+
+
+def test_helpers_serve_many_models_and_callers(ref, corpora, small_shards):  # type: ignore[no-untyped-def]
+    """The helper threads wait for jobs without the GIL and keep the workspace of the model
+    they served last (_ids.job_serve): jobs of models that come and go (each a new key, some
+    freed while a helper still holds their workspace), from several calling threads at once,
+    and jobs dropped before they were run (helpers wait in them for chunks that never come),
+    all give tiktoken's ids, and nothing hangs."""
+    import gc
+    import threading
+
+    import edgetok
+    from edgetok import _ffi
+    from edgetok._ids import job_new
+
+    base, other = edgetok.get_encoding("cl100k_base"), edgetok.get_encoding("o200k_base")
+    docs = [corpora["multilingual"][i:i + 500] for i in range(0, 40000, 500)]
+    docs += [corpora["code"][i:i + 900] for i in range(0, 40000, 900)]
+    want = {"cl100k_base": ref.encode_ordinary_batch(docs),
+            "o200k_base": reference.tiktoken_encoding("o200k_base").encode_ordinary_batch(docs)}
+    errors: list[BaseException] = []
+
+    def caller(seed: int) -> None:
+        try:
+            for r in range(9):
+                enc = (base, other, edgetok.load(base.model.source))[(seed + r) % 3]
+                cut = seed * 7 % 50 if r % 2 else 0
+                expect = want["o200k_base" if enc is other else "cl100k_base"][cut:]
+                assert enc.encode_ordinary_batch(docs[cut:], num_threads=4) == expect
+                assert enc.count_batch(docs[cut:], num_threads=4) == [len(w) for w in expect]
+                del enc
+                gc.collect()
+        except BaseException as e:  # (raised below, in the test's thread)
+            errors.append(e)
+
+    callers = [threading.Thread(target=caller, args=(i,)) for i in range(3)]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join(timeout=300)
+        assert not t.is_alive(), "a batch hung"
+    if errors:
+        raise errors[0]
+    m = base.model
+    for _ in range(5):  # posted for helpers, never run: dropped
+        job, threads = job_new(0, _ffi._ENCODE_ADDR, _ffi._EVICTIONS_ADDR, _ffi._NEED_ADDR,
+                               list(docs), (), m._bound0, m._bound1, _ffi.FINAL, 64, 4, 1,
+                               1 << 16, 1024, 1 << 18, None, m, m._key, [])
+        assert threads == 4
+        del job
+    assert base.encode_ordinary_batch(docs, num_threads=4) == want["cl100k_base"]
 
 
 class _Lying(str):

@@ -2,6 +2,8 @@
 GIL-free C call per chunk of documents, flat batch results, numpy output."""
 from __future__ import annotations
 
+import gc
+import sys
 from array import array
 
 import pytest
@@ -15,6 +17,7 @@ from edgetok.encoding import Encoding
 def threads(monkeypatch):  # type: ignore[no-untyped-def]
     """Batches go parallel whatever their size, in many small chunks, even on 2 cores."""
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(parallel, "JOB_MIN_CHARS", 1)
     monkeypatch.setattr(parallel, "CHUNK_CHARS", 300)
     monkeypatch.setattr(parallel, "cores", lambda: 8)
 
@@ -109,14 +112,17 @@ def test_batch_errors_stop_every_thread(enc, ref, corpora, threads):  # type: ig
         return real(self, piece, slots)
 
     long_piece = docs[:30] + ["a" * 20000] + docs[30:]
+    refs = sys.getrefcount(long_piece)
     _ffi.Model._ws = no_growth  # type: ignore[method-assign]
     try:
-        for call in (enc.encode_ordinary_batch, enc.count_batch, enc.encode_batch_flat):
+        for call in (enc.encode_ordinary_batch, enc.count_batch, enc.encode_batch_flat) * 4:
             for n in (1, 3):
                 with pytest.raises(MemoryError, match="no workspace this time"):
                     call(long_piece, num_threads=n)  # type: ignore[operator]
     finally:
         _ffi.Model._ws = real  # type: ignore[method-assign]
+    gc.collect()
+    assert sys.getrefcount(long_piece) == refs  # the stopped jobs were let go, documents too
     want = ref.encode_ordinary_batch(long_piece)
     assert enc.encode_ordinary_batch(long_piece, num_threads=3) == want
     assert enc.count_batch(long_piece, num_threads=3) == [len(w) for w in want]
@@ -129,8 +135,12 @@ def test_job_parts_are_checked(enc, ref):  # type: ignore[no-untyped-def]
     from edgetok._ids import job_new, job_result, job_run
 
     def new(data: bytes, ends: list[int]) -> object:
-        return job_new(3, _ffi._ENCODE_ADDR, _ffi._EVICTIONS_ADDR, _ffi._NEED_ADDR, (data, ends),
-                       (), enc.model._bound0, enc.model._bound1, _ffi.FINAL, 8, 1, 1024, None)
+        m = enc.model
+        job, threads = job_new(3, _ffi._ENCODE_ADDR, _ffi._EVICTIONS_ADDR, _ffi._NEED_ADDR,
+                               (data, ends), (), m._bound0, m._bound1, _ffi.FINAL, 8, 1, 1,
+                               1 << 16, 1024, 1 << 18, None, m, m._key, [])
+        assert threads == 1
+        return job
 
     for ends in ([2, 1, 3], [5], [2], [-1, 3], [1, 2, 4], ["x", 3]):
         with pytest.raises(ValueError, match="bad part offsets"):
@@ -138,7 +148,7 @@ def test_job_parts_are_checked(enc, ref):  # type: ignore[no-untyped-def]
     data = "Hello world, hello parts.\n\n  x".encode()
     job = new(data, [5, 5, 12, 27, len(data)])  # (cut anywhere: each part is its own text)
     enc.model._ws()
-    assert job_run(job, enc.model._scratch.ws_addr, False, -1, 0, True) is None
+    assert job_run(job, enc.model._scratch.ws_addr, 0, -1, 0, True) is None
     ids, flagged = job_result(job)
     assert flagged == [] and ids == [i for a, b in [(0, 5), (5, 12), (12, 27), (27, len(data))]
                                      for i in ref.encode_ordinary(data[a:b].decode())]
