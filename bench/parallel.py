@@ -1,7 +1,10 @@
 """Batch and single-text parallelism, side by side in one run:
 
 - batches of 4 KB documents, per text: edgetok's encode_ordinary_batch, encode_batch,
-  count_batch and encode_batch_flat on 1, 2 and all threads (and how 1 -> 2 threads scales),
+  count_batch and encode_batch_flat on 1, 2 and all threads (and how 1 -> 2 threads scales;
+  each call timed right after the same call, as a program that keeps its thread count makes
+  it: the first call on 2 threads after one on 1 met the other core's caches cold, 1.79x one
+  thread's speed on the man pages against 1.96x in blocks of 4 calls; English 1.93x / 1.90x),
   then the peers' batch APIs on all cores (bench/peers.py: tiktoken's encode_ordinary_batch,
   fastokens' encode_batch_flat, gigatoken's encode_batch, Hugging Face tokenizers'
   encode_batch), each checked for tiktoken's ids first
@@ -73,6 +76,7 @@ def main() -> None:
         for r in range(args.rounds):  # rounds interleave everything: drift hits all alike
             for k, fn in ours.items():
                 for n in threads:
+                    fn(n)  # (see the docstring)
                     t0 = time.perf_counter()
                     fn(n)
                     el = time.perf_counter() - t0
