@@ -66,9 +66,12 @@ def helpers() -> None:
     global helpers_started
     with _pool_lock:
         if not helpers_started:
-            for _ in range(max(cores() - 1, 1)):
-                _thread.start_new_thread(_serve, ())
             helpers_started = True
+            for _ in range(max(cores() - 1, 1)):
+                try:
+                    _thread.start_new_thread(_serve, ())
+                except RuntimeError:  # (no more threads: callers do their jobs' work alone)
+                    break
 
 
 def _serve() -> None:

@@ -159,6 +159,24 @@ def test_helpers_serve_many_models_and_callers(ref, corpora, small_shards):  # t
     assert base.encode_ordinary_batch(docs, num_threads=4) == want["cl100k_base"]
 
 
+def test_batches_without_helper_threads(ref, corpora, small_shards, monkeypatch):  # type: ignore[no-untyped-def]
+    """A process that cannot start the helper threads still gets its batches, exact, from
+    the calling thread alone (the job posted for helpers that never come)."""
+    import edgetok
+
+    def no_threads(*args: object) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(parallel, "helpers_started", False)
+    monkeypatch.setattr(parallel._thread, "start_new_thread", no_threads)
+    enc = edgetok.get_encoding("o200k_base")
+    docs = [corpora["multilingual"][i:i + 600] for i in range(0, 30000, 600)]
+    want = reference.tiktoken_encoding("o200k_base").encode_ordinary_batch(docs)
+    assert enc.encode_ordinary_batch(docs, num_threads=4) == want
+    assert enc.count_batch(docs, num_threads=4) == [len(w) for w in want]
+    assert parallel.helpers_started
+
+
 class _Lying(str):
     """A str whose isascii says yes whatever it holds."""
 
