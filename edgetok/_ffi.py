@@ -426,9 +426,10 @@ class Model:
             if threads > 1 and not p.helpers_started:
                 p.helpers()  # (they take the job, posted)
             self._run_job(job, True)
-        except BaseException:
-            job_cancel(job, -1, 0)  # (no helper goes on with the job after this)
-            if errors:  # (appended before the helper stopped the job)
+        except BaseException as e:
+            job_cancel(job, -1, 0)  # (no helper takes the job from the board after this)
+            # job_run's "stopped by an error": a helper's, appended before it stopped the job
+            if errors and type(e) is RuntimeError:
                 raise errors[0] from None
             raise
         return job_result(job)  # type: ignore[no-any-return]

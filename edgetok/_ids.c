@@ -8,6 +8,7 @@
 #define Py_LIMITED_API 0x03090000
 #include <Python.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,18 +135,22 @@ static PyObject *pieces(PyObject *self, PyObject *args)
  * together (job_run). The documents are cut into chunks of about `step` characters. The main
  * thread does everything that needs the GIL: it readies chunks (each document's UTF-8) a few
  * ahead of those taken, and makes the results of finished chunks, in order; when it has none
- * of that to do, it encodes a chunk too. Helpers only encode: they release the GIL on entry
- * and take it back once, when no chunk is left. (Before, every thread readied, encoded and
- * listed chunks of its own, the GIL passed between threads at every chunk: 2 threads ran
- * batches of 4 KB documents at 1.4-1.7x one thread's speed.) A chunk's ids go to memory of
- * its own until they are listed.
+ * of that to do, it encodes a chunk too. Helpers only encode, without the GIL. (Before,
+ * every thread readied, encoded and listed chunks of its own, the GIL passed between threads
+ * at every chunk: 2 threads ran batches of 4 KB documents at 1.4-1.7x one thread's speed.)
+ * A chunk's ids go to memory of its own until they are listed.
  *
- * Helpers are threads that wait for jobs in job_serve, the GIL released: job_new posts the
- * job on a board and a waiting helper starts on it as soon as the main thread readies its
- * first chunk, with the workspace it used last. It takes the GIL only for a job of another
- * model than its last one (to find its workspace for that model) and where the job stops
- * for it (a larger workspace). The main thread, done, waits for the helpers to leave the
- * job (retire). (Before, helpers were a thread pool's tasks that began and ended in Python:
+ * Helpers are threads that wait for jobs in job_serve, the GIL released: the main thread's
+ * first job_run posts the job on a board and a waiting helper starts on it as soon as the
+ * main thread readies its first chunk, with the workspace it used last. It takes the GIL
+ * only for a job of another model than its last one (to find its workspace for that model)
+ * and where the job stops for it (a larger workspace); it goes on with job_run then, holding
+ * a reference to the job. The main thread, done or stopped, retires the job: no helper takes
+ * it from the board after that, and those in job_serve have left it (`inside` counts them;
+ * they hold no reference). Locks: the board's before a job's, and no thread waits for the
+ * GIL holding either. A job is freed with its capsule, the main thread's last reference
+ * gone, after retire; or never run (never posted), or made before a fork (see
+ * board_reset). (Before, helpers were a thread pool's tasks that began and ended in Python:
  * the first helper started ~60 us after the main thread had readied a chunk, and the main
  * thread waited ~25 us at the end for a helper to let go of the GIL; 2 threads ran
  * count_batch of 2 MB of 4 KB documents at 1.8-1.9x one thread's speed.)
@@ -194,9 +199,8 @@ struct job {
     size_t b0, b1, grow_evict;
     PyObject *docs, *heads, *result, *sink; /* owned */
     PyObject *model, *errors; /* owned: the model (for helpers) and where helpers' errors go */
-    PyObject *capsule;        /* the job's own (borrowed: alive while a helper is inside) */
+    PyObject *capsule;        /* the job's own (borrowed: see job_serve) */
     unsigned long long key;   /* the model's, for helpers: their workspace is for one model */
-    PyInterpreterState *interp; /* helpers serve the jobs of their own interpreter only */
     Py_ssize_t total;         /* characters (bytes for parts of one text) */
     const char **head;  /* heads' bytes and lengths (the encoding threads', without the GIL) */
     size_t *head_len;
@@ -206,15 +210,17 @@ struct job {
     const char *raw; /* documents given as one bytes object (docs[0]) cut at offsets */
     struct chunk *c;
     Py_ssize_t n_chunks, ahead;
+    unsigned long forks; /* the process's forks when it was made (see board_reset) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     /* under mu: */
     Py_ssize_t ready, next; /* chunks [0, ready) readied, [0, next) taken */
     int waiting, cancel;
     int inside; /* helpers that took the job from the board and have not left it */
-    unsigned long forks; /* the process's forks when it was made (see board_reset) */
-    int want;   /* under board.mu: helpers still wanted */
+    /* under board.mu: */
+    int want; /* helpers still wanted */
     /* the main thread's: */
+    int posted; /* job_run posted it */
     Py_ssize_t listed;
 };
 
@@ -226,6 +232,8 @@ static int holds(const char *p, size_t len, const char *h, size_t hl)
         if (memcmp(q, h, hl) == 0) return 1;
     return 0;
 }
+
+static atomic_ullong helped; /* chunks the helpers encoded, in this process (job_helped) */
 
 /* The board: jobs posted for helpers, oldest first (a job that finds it full has none). */
 #define POSTS 8
@@ -329,11 +337,12 @@ static void job_free(PyObject *capsule)
  * (str), or over the parts of one text (docs: (data, ends), data bytes of UTF-8 cut at the
  * offsets ends, ascending, the last len(data): its shards); fn, evictions and need the
  * addresses of et_encode or et_count, et_ws_evictions and et_ws_need. On up to `threads`
- * threads where the documents hold min_total characters or more (bytes for parts), posted
- * for the helpers (job_serve), else on the calling thread alone; chunks of `chunk`
- * characters at most (at least 8 a thread). grow_text, grow_evict, max_slots: see grows.
- * sink (mode 2): called with each chunk's ids in turn (a memoryview of uint32, valid during
- * the call only: array.frombytes, bytearray.extend; a sink must not keep it nor a slice).
+ * threads where the documents hold min_total characters or more (bytes for parts), in the
+ * main interpreter (job_run posts it for the helpers, job_serve), else on the calling thread
+ * alone; chunks of about `chunk` characters (at least 8 a thread). grow_text, grow_evict,
+ * max_slots: see grows. sink (mode 2): called with each chunk's ids in turn (a memoryview of
+ * uint32, valid during the call only: array.frombytes, bytearray.extend; a sink must not
+ * keep it nor a slice).
  * model, key: what job_serve gives helpers, the key telling which workspace serves the
  * model; errors: a list, given to helpers for their errors. Returns (job, the number of
  * threads it is for). */
@@ -393,7 +402,6 @@ static PyObject *job_new(PyObject *self, PyObject *args)
     j->max_slots = max_slots;
     j->capsule = capsule;
     j->forks = board.forks;
-    j->interp = PyInterpreterState_Get();
     Py_INCREF(model);
     j->model = model;
     Py_INCREF(errors);
@@ -451,6 +459,8 @@ static PyObject *job_new(PyObject *self, PyObject *args)
         j->total += (Py_ssize_t)j->d[i].count;
     }
     if (threads > j->n) threads = j->n;
+    if (PyInterpreterState_GetID(PyInterpreterState_Get()) != 0)
+        threads = 1; /* (helpers live in the main interpreter: Py_EndInterpreter wants none) */
     j->threads = j->total < min_total || threads < 2 ? 1 : threads < 1024 ? (int)threads : 1024;
     j->check = j->total >= grow_text;
     j->ahead = 2 * j->threads - 1; /* chunks readied beyond those taken */
@@ -484,15 +494,6 @@ static PyObject *job_new(PyObject *self, PyObject *args)
             Py_DECREF(capsule);
             return NULL;
         }
-    }
-    if (j->threads > 1) {
-        pthread_mutex_lock(&board.mu);
-        if (board.n < POSTS) {
-            j->want = j->threads - 1;
-            board.post[board.n++] = j;
-            pthread_cond_broadcast(&board.cv);
-        }
-        pthread_mutex_unlock(&board.mu);
     }
     return Py_BuildValue("Ni", capsule, j->threads);
 }
@@ -709,6 +710,14 @@ static Py_ssize_t take(struct job *j, int wait)
     return k;
 }
 
+/* Chunk k's documents from at on are left for the caller; the chunk is done. */
+static void give_up(struct job *j, Py_ssize_t k, Py_ssize_t at)
+{
+    for (Py_ssize_t i = at > j->c[k].a ? at : j->c[k].a; i < j->c[k].b; i++)
+        j->d[i].flagged = 1;
+    set_state(j, k, CH_DONE);
+}
+
 /* A job made before a fork cannot go on in the child (its helpers are gone). */
 static PyObject *forked(void)
 {
@@ -750,7 +759,27 @@ static PyObject *job_run(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "job_run: bad arguments");
         return NULL;
     }
-    if (j->forks != board.forks) return forked();
+    if (j->forks != board.forks) {
+        Py_CLEAR(j->errors);
+        return forked();
+    }
+    pthread_mutex_lock(&j->mu);
+    const int stopped_before = j->cancel;
+    pthread_mutex_unlock(&j->mu);
+    if (stopped_before && !main) { /* (a helper back from Python: the job stopped meanwhile) */
+        if (k >= 0) give_up(j, k, at);
+        Py_RETURN_NONE;
+    }
+    if (main && !j->posted && j->threads > 1) {
+        j->posted = 1;
+        pthread_mutex_lock(&board.mu);
+        if (board.n < POSTS) {
+            j->want = j->threads - 1;
+            board.post[board.n++] = j;
+            pthread_cond_broadcast(&board.cv);
+        }
+        pthread_mutex_unlock(&board.mu);
+    }
     struct buf o = {NULL, 0, 0};
     size_t need = 0;
     PyObject *res = NULL;
@@ -767,6 +796,7 @@ static PyObject *job_run(PyObject *self, PyObject *args)
         while ((k = take(j, 1)) >= 0) {
             at = j->c[k].a;
             if ((stopped = encode_chunk(j, k, &at, ws, &o, check, &need)) != 0) break;
+            atomic_fetch_add_explicit(&helped, 1, memory_order_relaxed);
         }
         Py_END_ALLOW_THREADS
         if (stopped) goto stop;
@@ -777,6 +807,7 @@ static PyObject *job_run(PyObject *self, PyObject *args)
     for (;;) {
         if (PyErr_CheckSignals() < 0) goto fail; /* (Ctrl-C: between chunks) */
         if (j->forks != board.forks) { /* (a signal handler forked: this is the child) */
+            Py_CLEAR(j->errors);
             forked();
             goto done;
         }
@@ -839,14 +870,6 @@ done:
     return res;
 }
 
-/* Chunk k's documents from at on are left for the caller; the chunk is done. */
-static void give_up(struct job *j, Py_ssize_t k, Py_ssize_t at)
-{
-    for (Py_ssize_t i = at > j->c[k].a ? at : j->c[k].a; i < j->c[k].b; i++)
-        j->d[i].flagged = 1;
-    set_state(j, k, CH_DONE);
-}
-
 /* job_cancel(job, chunk, at): stops the job (every thread's job_run returns, the main one
  * with an error); chunk >= 0: the caller's unfinished chunk, from document at, is given up. */
 static PyObject *job_cancel(PyObject *self, PyObject *args)
@@ -857,20 +880,15 @@ static PyObject *job_cancel(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "Onn", &capsule, &k, &at)) return NULL;
     struct job *j = PyCapsule_GetPointer(capsule, "edgetok.job");
     if (!j) return NULL;
-    if (j->forks != board.forks) Py_RETURN_NONE; /* (see board_reset) */
+    if (j->forks != board.forks) { /* (see board_reset) */
+        Py_CLEAR(j->errors);
+        Py_RETURN_NONE;
+    }
     if (k >= 0 && k < j->n_chunks && j->c[k].state == CH_TAKEN) give_up(j, k, at);
     cancel(j);
     retire(j);
     Py_CLEAR(j->errors); /* (the caller holds them: an error's traceback holds the job) */
     Py_RETURN_NONE;
-}
-
-/* The oldest job posted for helpers of this interpreter, or NULL (under board.mu). */
-static struct job *posted(const PyInterpreterState *me)
-{
-    for (int i = 0; i < board.n; i++)
-        if (board.post[i]->interp == me) return board.post[i];
-    return NULL;
 }
 
 /* job_serve(key, ws, slots): a helper's loop. Waits for a posted job (the GIL released) and
@@ -885,7 +903,6 @@ static PyObject *job_serve(PyObject *self, PyObject *args)
     (void)self;
     if (!PyArg_ParseTuple(args, "KKn", &key, &ws_addr, &slots)) return NULL;
     void *ws = (void *)(uintptr_t)ws_addr;
-    const PyInterpreterState *me = PyInterpreterState_Get();
     for (;;) {
         struct job *j;
         Py_ssize_t k = -1, at = 0;
@@ -893,7 +910,8 @@ static PyObject *job_serve(PyObject *self, PyObject *args)
         Py_BEGIN_ALLOW_THREADS
         for (;;) {
             pthread_mutex_lock(&board.mu);
-            while ((j = posted(me)) == NULL) pthread_cond_wait(&board.cv, &board.mu);
+            while (!board.n) pthread_cond_wait(&board.cv, &board.mu);
+            j = board.post[0];
             if (--j->want == 0) unpost(j);
             pthread_mutex_lock(&j->mu);
             j->inside++;
@@ -907,18 +925,20 @@ static PyObject *job_serve(PyObject *self, PyObject *args)
                 at = j->c[k].a;
                 if ((stopped = encode_chunk(j, k, &at, ws, &o, grows(j, slots), &need)) != 0)
                     break;
+                atomic_fetch_add_explicit(&helped, 1, memory_order_relaxed);
             }
             free(o.p);
             if (stopped) break;
             leave(j);
         }
         Py_END_ALLOW_THREADS
-        /* The GIL held, the job is alive unless it is stopped: job_free stops it before it
-         * lets go of the GIL to wait for this helper. A stopped one wants nothing more. */
+        /* The GIL held, the job (its capsule) is alive unless it is stopped: job_free stops
+         * it before it lets go of the GIL to wait for this helper. A stopped one wants
+         * nothing more, nor one of another model whose chunks were all taken meanwhile. */
         pthread_mutex_lock(&j->mu);
-        const int cancelled = j->cancel;
+        const int wanted = !j->cancel && (k >= 0 || j->next < j->n_chunks);
         pthread_mutex_unlock(&j->mu);
-        if (!cancelled) {
+        if (wanted) {
             PyObject *capsule = j->capsule;
             Py_INCREF(capsule); /* (before anything allocates: a finalizer could let it go) */
             PyObject *res = Py_BuildValue("OOOnnnn", capsule, j->model,
@@ -931,6 +951,14 @@ static PyObject *job_serve(PyObject *self, PyObject *args)
         }
         leave(j);
     }
+}
+
+/* job_helped(): how many chunks the helpers encoded in this process, all jobs together. */
+static PyObject *job_helped(PyObject *self, PyObject *args)
+{
+    (void)self;
+    (void)args;
+    return PyLong_FromUnsignedLongLong(atomic_load_explicit(&helped, memory_order_relaxed));
 }
 
 /* job_result(job), after the main thread's job_run returned None: (results, flagged), results
@@ -1102,6 +1130,7 @@ static PyMethodDef methods[] = {
      "job_run(job, ws, slots, chunk, at, main): run the job on this thread; None or a stop"},
     {"job_serve", job_serve, METH_VARARGS,
      "job_serve(key, ws, slots): a helper's loop; a job it cannot go on with without Python"},
+    {"job_helped", job_helped, METH_NOARGS, "job_helped(): chunks the helpers encoded"},
     {"job_cancel", job_cancel, METH_VARARGS, "job_cancel(job, chunk, at): stop the job"},
     {"job_result", job_result, METH_VARARGS, "job_result(job): (results, flagged)"},
     {"one", one, METH_VARARGS,

@@ -61,8 +61,9 @@ def pool():  # type: ignore[no-untyped-def]
 
 
 def helpers() -> None:
-    """Starts the batch jobs' helper threads, once: cores() - 1 of them (the calling thread
-    always takes a part), the same ones for every job, their workspaces' caches warm."""
+    """Starts the batch jobs' helper threads, once: cores() - 1 of them, one at least (the
+    calling thread always takes a part), the same ones for every job, their workspaces'
+    caches warm."""
     global helpers_started
     with _pool_lock:
         if not helpers_started:
@@ -70,7 +71,7 @@ def helpers() -> None:
             for _ in range(max(cores() - 1, 1)):
                 try:
                     _thread.start_new_thread(_serve, ())
-                except RuntimeError:  # (no more threads: callers do their jobs' work alone)
+                except Exception:  # (no more threads: callers do their jobs' work alone)
                     break
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -112,14 +114,14 @@ def test_helpers_serve_many_models_and_callers(ref, corpora, small_shards):  # t
     """The helper threads wait for jobs without the GIL and keep the workspace of the model
     they served last (_ids.job_serve): jobs of models that come and go (each a new key, some
     freed while a helper still holds their workspace), from several calling threads at once,
-    and jobs dropped before they were run (helpers wait in them for chunks that never come),
-    all give tiktoken's ids, and nothing hangs."""
+    all give tiktoken's ids, the helpers encode chunks of them, and nothing hangs; a job made
+    and dropped before it runs was never posted."""
     import gc
     import threading
 
     import edgetok
     from edgetok import _ffi
-    from edgetok._ids import job_new
+    from edgetok._ids import job_helped, job_new
 
     base, other = edgetok.get_encoding("cl100k_base"), edgetok.get_encoding("o200k_base")
     docs = [corpora["multilingual"][i:i + 500] for i in range(0, 40000, 500)]
@@ -141,6 +143,7 @@ def test_helpers_serve_many_models_and_callers(ref, corpora, small_shards):  # t
         except BaseException as e:  # (raised below, in the test's thread)
             errors.append(e)
 
+    helped = job_helped()
     callers = [threading.Thread(target=caller, args=(i,)) for i in range(3)]
     for t in callers:
         t.start()
@@ -149,8 +152,9 @@ def test_helpers_serve_many_models_and_callers(ref, corpora, small_shards):  # t
         assert not t.is_alive(), "a batch hung"
     if errors:
         raise errors[0]
+    assert job_helped() > helped
     m = base.model
-    for _ in range(5):  # posted for helpers, never run: dropped
+    for _ in range(5):  # made for 4 threads, never run: dropped
         job, threads = job_new(0, _ffi._ENCODE_ADDR, _ffi._EVICTIONS_ADDR, _ffi._NEED_ADDR,
                                list(docs), (), m._bound0, m._bound1, _ffi.FINAL, 64, 4, 1,
                                1 << 16, 1024, 1 << 18, None, m, m._key, [])
@@ -159,22 +163,30 @@ def test_helpers_serve_many_models_and_callers(ref, corpora, small_shards):  # t
     assert base.encode_ordinary_batch(docs, num_threads=4) == want["cl100k_base"]
 
 
-def test_batches_without_helper_threads(ref, corpora, small_shards, monkeypatch):  # type: ignore[no-untyped-def]
+def test_batches_without_helper_threads(tmp_path):  # type: ignore[no-untyped-def]
     """A process that cannot start the helper threads still gets its batches, exact, from
     the calling thread alone (the job posted for helpers that never come)."""
-    import edgetok
+    script = tmp_path / "no_threads.py"
+    script.write_text(f"""
+import _thread, sys
+sys.path[:0] = [{str(Path(__file__).parents[1])!r}, {str(Path(__file__).parent)!r}]
+import reference, edgetok, edgetok.parallel as parallel
+from edgetok._ids import job_helped
 
-    def no_threads(*args: object) -> None:
-        raise RuntimeError("can't start new thread")
+def no_threads(*args):
+    raise RuntimeError("can't start new thread")
 
-    monkeypatch.setattr(parallel, "helpers_started", False)
-    monkeypatch.setattr(parallel._thread, "start_new_thread", no_threads)
-    enc = edgetok.get_encoding("o200k_base")
-    docs = [corpora["multilingual"][i:i + 600] for i in range(0, 30000, 600)]
-    want = reference.tiktoken_encoding("o200k_base").encode_ordinary_batch(docs)
-    assert enc.encode_ordinary_batch(docs, num_threads=4) == want
-    assert enc.count_batch(docs, num_threads=4) == [len(w) for w in want]
-    assert parallel.helpers_started
+_thread.start_new_thread = no_threads
+parallel.JOB_MIN_CHARS = 1
+enc = edgetok.get_encoding("o200k_base")
+text = reference.corpora()["multilingual"]
+docs = [text[i:i + 600] for i in range(0, 30000, 600)]
+want = reference.tiktoken_encoding("o200k_base").encode_ordinary_batch(docs)
+assert enc.encode_ordinary_batch(docs, num_threads=4) == want
+assert enc.count_batch(docs, num_threads=4) == [len(w) for w in want]
+assert parallel.helpers_started and job_helped() == 0
+""")
+    subprocess.run([sys.executable, str(script)], check=True, timeout=300)
 
 
 class _Lying(str):
@@ -204,14 +216,22 @@ def test_ascii_text_read_in_place(enc, ref, corpora):  # type: ignore[no-untyped
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
 def test_fork_after_use(enc, small_shards):  # type: ignore[no-untyped-def]
-    docs = ["hello world"] * 100
-    want = enc.encode_ordinary_batch(docs, num_threads=2)  # the pool exists now
+    docs = [f"hello world {i} " * 300 for i in range(200)]
+    want = enc.encode_ordinary_batch(docs, num_threads=2)  # the helpers exist now
     pid = os.fork()
-    if pid == 0:  # child: the pool's threads did not survive; a new one must be made
+    if pid == 0:  # child: the helper threads did not survive; new ones must be made
+        import _thread
+
         ok = enc.encode_ordinary_batch(docs, num_threads=2) == want
-        os._exit(0 if ok else 1)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+        os._exit(0 if ok and parallel.helpers_started and _thread._count() > 0 else 1)
+    deadline = time.monotonic() + 120
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if done[0] == 0:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        raise AssertionError("the forked child's batch hung")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
     assert enc.encode_ordinary_batch(docs, num_threads=2) == want
 
 
