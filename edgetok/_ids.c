@@ -274,26 +274,31 @@ static void leave(struct job *j)
 }
 
 /* No helper takes the job from now on; returns once none is inside it (the GIL held, let go
- * while waiting: a helper may need it to leave). */
+ * while waiting: a helper may need it to leave), the job's reference to the helpers' errors
+ * gone (the caller holds them, and an error's traceback may hold the job). A job made before
+ * a fork has no helpers here (see board_reset). */
 static void retire(struct job *j)
 {
-    if (j->forks != board.forks) return;
-    pthread_mutex_lock(&board.mu);
-    unpost(j);
-    pthread_mutex_unlock(&board.mu);
-    pthread_mutex_lock(&j->mu);
-    const int inside = j->inside;
-    pthread_mutex_unlock(&j->mu);
-    if (!inside) return;
-    Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&j->mu);
-    while (j->inside) {
-        j->waiting++;
-        pthread_cond_wait(&j->cv, &j->mu);
-        j->waiting--;
+    if (j->forks == board.forks) {
+        pthread_mutex_lock(&board.mu);
+        unpost(j);
+        pthread_mutex_unlock(&board.mu);
+        pthread_mutex_lock(&j->mu);
+        const int inside = j->inside;
+        pthread_mutex_unlock(&j->mu);
+        if (inside) {
+            Py_BEGIN_ALLOW_THREADS
+            pthread_mutex_lock(&j->mu);
+            while (j->inside) {
+                j->waiting++;
+                pthread_cond_wait(&j->cv, &j->mu);
+                j->waiting--;
+            }
+            pthread_mutex_unlock(&j->mu);
+            Py_END_ALLOW_THREADS
+        }
     }
-    pthread_mutex_unlock(&j->mu);
-    Py_END_ALLOW_THREADS
+    Py_CLEAR(j->errors);
 }
 
 static void cancel(struct job *j)
@@ -309,10 +314,8 @@ static void job_free(PyObject *capsule)
     struct job *j = PyCapsule_GetPointer(capsule, "edgetok.job");
     if (!j) return;
     const int here = j->forks == board.forks;
-    if (here) {
-        cancel(j); /* (a job its caller never ran: helpers wait for chunks that never come) */
-        retire(j);
-    }
+    if (here) cancel(j); /* (its main thread retired it already: job_run, job_cancel) */
+    retire(j);
     for (Py_ssize_t i = 0; j->d && i < j->n; i++) Py_XDECREF(j->d[i].bytes);
     for (Py_ssize_t k = 0; j->c && k < j->n_chunks; k++) free(j->c[k].ids);
     Py_XDECREF(j->docs);
@@ -330,6 +333,15 @@ static void job_free(PyObject *capsule)
         pthread_cond_destroy(&j->cv);
     }
     PyMem_Free(j);
+}
+
+/* Document i's characters (bytes for the parts of one text; 0 for what is not a str: an error
+ * when it is readied). */
+static Py_ssize_t doc_chars(const struct job *j, Py_ssize_t i)
+{
+    if (j->raw) return (Py_ssize_t)j->d[i].len;
+    PyObject *s = PyList_GetItem(j->docs, i);
+    return PyUnicode_Check(s) ? PyUnicode_GetLength(s) : 0;
 }
 
 /* job_new(mode, fn, evictions, need, docs, heads, b0, b1, final, chunk, threads, min_total,
@@ -451,13 +463,7 @@ static PyObject *job_new(PyObject *self, PyObject *args)
             at = e;
         }
     }
-    for (Py_ssize_t i = 0; i < j->n; i++) { /* (each document's characters in count for now) */
-        PyObject *s = raw ? NULL : PyList_GetItem(docs, i);
-        j->d[i].count = raw                  ? j->d[i].len
-                        : PyUnicode_Check(s) ? (size_t)PyUnicode_GetLength(s)
-                                             : 0; /* (not a str: an error later) */
-        j->total += (Py_ssize_t)j->d[i].count;
-    }
+    for (Py_ssize_t i = 0; i < j->n; i++) j->total += doc_chars(j, i);
     if (threads > j->n) threads = j->n;
     if (PyInterpreterState_GetID(PyInterpreterState_Get()) != 0)
         threads = 1; /* (helpers live in the main interpreter: Py_EndInterpreter wants none) */
@@ -473,7 +479,7 @@ static PyObject *job_new(PyObject *self, PyObject *args)
      * eighth of step at least): the threads end together. */
     Py_ssize_t start = 0, acc = 0, left = j->total;
     for (Py_ssize_t i = 0; i < j->n; i++) {
-        acc += (Py_ssize_t)j->d[i].count;
+        acc += doc_chars(j, i);
         Py_ssize_t limit = step;
         if (j->threads > 1 && j->n_chunks < j->ahead)
             limit = step / 4;
@@ -487,7 +493,6 @@ static PyObject *job_new(PyObject *self, PyObject *args)
             acc = 0;
         }
     }
-    for (Py_ssize_t i = 0; i < j->n; i++) j->d[i].count = 0;
     if (mode < 2) {
         j->result = PyList_New(j->n);
         if (!j->result) {
@@ -760,7 +765,7 @@ static PyObject *job_run(PyObject *self, PyObject *args)
         return NULL;
     }
     if (j->forks != board.forks) {
-        Py_CLEAR(j->errors);
+        retire(j);
         return forked();
     }
     pthread_mutex_lock(&j->mu);
@@ -807,7 +812,7 @@ static PyObject *job_run(PyObject *self, PyObject *args)
     for (;;) {
         if (PyErr_CheckSignals() < 0) goto fail; /* (Ctrl-C: between chunks) */
         if (j->forks != board.forks) { /* (a signal handler forked: this is the child) */
-            Py_CLEAR(j->errors);
+            retire(j);
             forked();
             goto done;
         }
@@ -835,7 +840,6 @@ static PyObject *job_run(PyObject *self, PyObject *args)
         }
         if (j->listed == j->n_chunks) {
             retire(j);
-            Py_CLEAR(j->errors);
             break;
         }
         if ((k = take(j, 0)) >= 0) {
@@ -880,14 +884,11 @@ static PyObject *job_cancel(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "Onn", &capsule, &k, &at)) return NULL;
     struct job *j = PyCapsule_GetPointer(capsule, "edgetok.job");
     if (!j) return NULL;
-    if (j->forks != board.forks) { /* (see board_reset) */
-        Py_CLEAR(j->errors);
-        Py_RETURN_NONE;
+    if (j->forks == board.forks) { /* (else its locks are not to be touched: board_reset) */
+        if (k >= 0 && k < j->n_chunks && j->c[k].state == CH_TAKEN) give_up(j, k, at);
+        cancel(j);
     }
-    if (k >= 0 && k < j->n_chunks && j->c[k].state == CH_TAKEN) give_up(j, k, at);
-    cancel(j);
     retire(j);
-    Py_CLEAR(j->errors); /* (the caller holds them: an error's traceback holds the job) */
     Py_RETURN_NONE;
 }
 
