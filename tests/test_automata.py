@@ -634,6 +634,89 @@ def test_canonical_kept_look_aheads(key):  # type: ignore[no-untyped-def]
         assert fresh.allowed_both(s) == first[s], s
 
 
+def canonical_states(enc: "edgetok.Encoding", pattern: str, a: "edgetok.automata.TokenAutomaton",
+                     n: int, seed: int) -> "list[int]":
+    """n states of canonical automaton a along the canonical encodings of strings sampled from
+    the plain automaton of pattern."""
+    plain = enc.regex_automaton(pattern)
+    rng = random.Random(seed)
+    states: "list[int]" = []
+    while len(states) < n:
+        s = a.start
+        for t in enc.encode_ordinary(enc.decode(plain.sample(rng, max_tokens=30) or [])):
+            states.append(s)
+            s = a.next(s, t)
+            assert s >= 0
+    return states
+
+
+@pytest.mark.parametrize("name, key", [("cl100k_base", "email"), ("cl100k_base", "json"),
+                                       ("cl100k_base", "lower_words"), ("cl100k_base", "not_a"),
+                                       ("o200k_base", "letters")])
+def test_canonical_kept_verdicts(name, key):  # type: ignore[no-untyped-def]
+    """Rows of a 16th of the vocabulary or more keep each mask's verdicts by (row, digit run,
+    l's shape, the probes' shapes) (csrc/automata vk_code): the second mask of a key makes them
+    bitsets by token id, the third and later take 64 tokens a word with the pair set's answers
+    for l. Masks asked three times in a row and in every form (ids and bits, bits alone, the
+    count, a list short of room), then after other states of the same keys, are the masks of a
+    fresh automaton (which has kept nothing), and allow exactly the tokens next() takes (it
+    keeps no verdict)."""
+    from edgetok._ffi import ffi, lib
+
+    enc = edgetok.get_encoding(name)
+    pattern = {**PATTERNS, **EXTRA}[key]
+    auto = enc.regex_automaton(pattern, canonical=True, mask_cache=0)
+    a = auto._native
+    states = canonical_states(enc, pattern, auto, 60, 23)
+    buf = bytearray((a.n_vocab + 7) // 8)
+    first: "dict[int, tuple[bytes, object]]" = {}
+    for s in states:
+        got = [a.allowed_both(s) for _ in range(3)]  # noted, made bitsets, a word at a time
+        assert got[0] == got[1] == got[2], s
+        assert a.allowed_into(s, buf) == len(got[0][1]) and bytes(buf) == got[0][0], s
+        assert a.allowed_ids(s) == list(got[0][1]), s
+        if len(got[0][1]) > 1:  # a list one id short: ET_E_FULL
+            ids, n = ffi.new("uint32_t[]", len(got[0][1])), ffi.new("size_t *")
+            assert lib.et_automaton_allowed(a._a, s, ids, len(got[0][1]) - 1, ffi.NULL, 0,
+                                            n) == lib.ET_E_FULL, s
+        first.setdefault(s, got[0])
+    rng = random.Random(5)
+    for s in rng.sample(sorted(first), 6):
+        fresh = enc.regex_automaton(pattern, canonical=True, mask_cache=0)._native
+        assert fresh.allowed_both(s) == first[s], s
+    s = rng.choice(sorted(first))
+    assert list(first[s][1]) == [t for t in range(a.n_vocab) if a.next(s, t) >= 0], s
+
+
+def test_canonical_masks_from_threads():  # type: ignore[no-untyped-def]
+    """Masks of one canonical automaton made by four threads at once (the kept look-aheads and
+    verdicts are taken by one mask at a time; a mask that finds them all taken goes without)
+    are the masks made by one thread."""
+    import threading
+
+    enc = edgetok.get_encoding("cl100k_base")
+    pattern = PATTERNS["email"]
+    one = enc.regex_automaton(pattern, canonical=True, mask_cache=0)
+    states = sorted(set(canonical_states(enc, pattern, one, 40, 3)))
+    want = {s: one._native.allowed_both(s) for s in states}
+    a = enc.regex_automaton(pattern, canonical=True, mask_cache=0)._native
+    bad: "list[int]" = []
+
+    def work(seed: int) -> None:
+        order = states * 3
+        random.Random(seed).shuffle(order)
+        for s in order:
+            if a.allowed_both(s) != want[s]:
+                bad.append(s)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not bad
+
+
 def test_canonical_refused_where_unsupported(tmp_path):  # type: ignore[no-untyped-def]
     """Models whose pretokenizer is a regex run in Python (no probes in C)."""
     ranks = {bytes([b]): b for b in range(256)}

@@ -22,7 +22,10 @@
  * 2 slots an entry, 2^10 to 2^17 slots of 8 bytes each (pair_valid's and the probes', at most
  * 2 MiB in all); every store a fact, relaxed atomics. Masks of long rows (AUT_LONG) take the
  * tokens that are no valid pair after l from the model's pair set (csrc/bpe/pairset.c) in one
- * of AUT_SCRATCH bitsets of the automaton, each held by one mask at a time.
+ * of AUT_SCRATCH bitsets of the automaton, each held by one mask at a time; they keep what the
+ * look-ahead proved by (row, digit run, l's shape) (lk_take), and rows of a 16th of the
+ * vocabulary or more keep every entry's verdict by that and the probes' shapes (vk_code), so
+ * that a mask of a key seen before takes 64 tokens at a time.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -39,7 +42,18 @@
 #ifndef AUT_LK
 #define AUT_LK 32u /* look-aheads of long rows kept, for as many keys (see lk_take) */
 #endif
+#ifndef AUT_VK
+#define AUT_VK 16u /* verdicts of long rows kept, for as many keys (see vk_code) */
+#endif
+/* The rows whose masks use them, of V tokens' vocabulary: a word of 64 tokens at a time pays
+ * where the row holds a 16th of the vocabulary or more. */
+static inline uint32_t vk_row(uint32_t V)
+{
+    return V / 16u + 1u > AUT_LONG ? V / 16u + 1u : AUT_LONG;
+}
 _Static_assert(AUT_LK >= 2u && AUT_LK % 2u == 0u, "lk_take's two places");
+_Static_assert(AUT_VK >= 2u && AUT_VK <= 16u && (AUT_VK & (AUT_VK - 1u)) == 0u,
+               "the verdicts' places: all of them (slot_take)");
 struct et_automaton {
     const et_model *m;
     uint32_t n_rows, n_vocab;
@@ -78,6 +92,18 @@ struct et_automaton {
     _Atomic uint8_t *lk_busy;  /* AUT_LK: slots taken (by one mask at a time) */
     _Atomic uint32_t *lk_used; /* AUT_LK + 1: when each slot was last taken; [AUT_LK] the clock */
     size_t lk_words;
+    uint64_t *vk;     /* AUT_VK slots of 4 x vk_words words: a long row's verdicts for one key
+                       * (vk_key) each, by token id (see vk_code) */
+    uint8_t *vk_codes; /* AUT_VK slots of vk_longest: the same by entry, as noted (live + 1,
+                        * with the classes' decisions in vk_cst) */
+    uint8_t *vk_cst;  /* AUT_VK slots of AUT_CLS: the classes' decisions a mask ended with */
+    uint8_t *vk_stage; /* AUT_VK: the key seen once (0), its codes noted (1), its words made (2) */
+    uint64_t *vk_key; /* 3 per slot: the row and digit run, l's shape + 1 (0: none), the
+                       * probes' shapes of l2 and l */
+    _Atomic uint8_t *vk_busy;  /* AUT_VK: slots taken (by one mask at a time) */
+    _Atomic uint32_t *vk_used; /* AUT_VK + 1: as lk_used */
+    uint64_t *tinv;   /* AUT_SCRATCH bitsets of vk_words by token id: inv's, one per mask */
+    size_t vk_words, vk_longest;
     size_t bytes;     /* memory held */
 };
 
@@ -124,6 +150,14 @@ void et_automaton_free(et_automaton *a)
     free(a->lk_key);
     free((void *)a->lk_busy);
     free((void *)a->lk_used);
+    free(a->vk);
+    free(a->vk_codes);
+    free(a->vk_cst);
+    free(a->vk_stage);
+    free(a->vk_key);
+    free((void *)a->vk_busy);
+    free((void *)a->vk_used);
+    free(a->tinv);
     free(a);
 }
 
@@ -578,6 +612,25 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
                 goto done;
             for (unsigned k = 0; k < AUT_SCRATCH; k++) atomic_init(&a->busy[k], 0);
             a->bytes += AUT_SCRATCH * (words * sizeof *a->inv + sizeof *a->busy);
+        }
+        if (a->inv && longest >= vk_row(V)) { /* the verdicts of long rows (vk_code) */
+            a->vk_words = ((size_t)V + 63u) / 64u;
+            a->vk_longest = longest;
+            if (!(a->tinv = malloc(AUT_SCRATCH * a->vk_words * sizeof *a->tinv)) ||
+                !(a->vk = malloc(AUT_VK * 4u * a->vk_words * sizeof *a->vk)) ||
+                !(a->vk_codes = malloc(AUT_VK * (size_t)longest)) ||
+                !(a->vk_cst = malloc(AUT_VK * (size_t)AUT_CLS)) ||
+                !(a->vk_stage = calloc(AUT_VK, 1u)) ||
+                !(a->vk_key = calloc(3u * AUT_VK, sizeof *a->vk_key)) ||
+                !(a->vk_busy = malloc(AUT_VK * sizeof *a->vk_busy)) ||
+                !(a->vk_used = malloc((AUT_VK + 1u) * sizeof *a->vk_used)))
+                goto done;
+            for (unsigned q = 0; q < AUT_VK; q++) atomic_init(&a->vk_busy[q], 0);
+            for (unsigned q = 0; q <= AUT_VK; q++) atomic_init(&a->vk_used[q], 0);
+            a->bytes += AUT_SCRATCH * a->vk_words * sizeof *a->tinv +
+                        AUT_VK * (4u * a->vk_words * sizeof *a->vk + longest + AUT_CLS +
+                                  3u * sizeof *a->vk_key + 6u) +
+                        4u;
         }
         if (longest >= AUT_LONG) {
             a->lk_words = ((size_t)longest + 63u) / 64u + AUT_CLS / 64u;
@@ -1106,7 +1159,8 @@ static int entry_look(const et_automaton *a, struct memo *mm, const struct pctx 
  * state's last two tokens, and the look-ahead (entry_look). valid: as pair_ok_c's; tv: dstep()
  * of t after the state's run (not 0). Where mm->look is set, look-aheads that cuts alone proved
  * (look_by_cut) are remembered by (next row, t's shape, t's digit_desc): the mask's tokens of
- * one shape then cost one look-up. */
+ * one shape then cost one look-up. Returns 1 (taken), 0 (t may not follow), or -1 (it may, but
+ * is not live). */
 static int entry_ok(const et_automaton *a, struct memo *mm, const struct pctx *x, uint32_t i,
                     int valid, unsigned tv)
 {
@@ -1124,7 +1178,7 @@ static int entry_ok(const et_automaton *a, struct memo *mm, const struct pctx *x
         lc = &mm->look[(key * 0x9E3779B97F4A7C15ull) >> (64u - mm->look_bits)];
         if (*lc == key) return 1;
     }
-    if (!entry_look(a, mm, x, i, dt)) return 0;
+    if (!entry_look(a, mm, x, i, dt)) return -1;
     if (lc) {
         const uint32_t w = atomic_load_explicit(&a->wit[i], memory_order_relaxed),
                        j = a->row[r] + (w >> 1) - 1u;
@@ -1211,7 +1265,7 @@ int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
         mm.look = NULL;
         pctx_init(a, &x, c.l2, c.l);
         pctx_look(a, &x);
-        if (!entry_ok(a, &mm, &x, lo, -1, v)) return -1;
+        if (entry_ok(a, &mm, &x, lo, -1, v) <= 0) return -1;
     }
     return join_state(a, a->nxt[lo], c.l, token, (v & 15u) - 1u);
 }
@@ -1244,38 +1298,50 @@ static inline uint64_t *lk_cls(const et_automaton *a, int slot) /* a slot's clas
     return a->lk + (size_t)(slot + 1) * a->lk_words - AUT_CLS / 64u;
 }
 
-static int lk_take(const et_automaton *a, uint64_t k1, uint64_t k2, uint32_t n_row, uint32_t n_cls)
+/* Of the places of key k (nk words) among n slots, ways of them (a power of two dividing n:
+ * busy: taken, used: when last taken, [n] the clock; keys: nk words a slot), the one that
+ * holds k, else the one taken least recently; -1 where other masks hold them all. The slot is
+ * this mask's until it gives it back (busy); *fresh: it holds another key (the caller clears
+ * it and sets k). */
+#define AUT_WAYS 16u
+static int slot_take(_Atomic uint8_t *busy, _Atomic uint32_t *used, const uint64_t *keys,
+                     unsigned nk, unsigned n, unsigned ways, const uint64_t *k, int *fresh)
 {
-    const unsigned h = (unsigned)(((k1 * 0x9E3779B97F4A7C15ull) ^ (k2 * 0xC2B2AE3D27D4EB4Full)) >>
-                                  32) % AUT_LK & ~1u;
-    int got[2], pick = -1;
-    for (unsigned k = 0; k < 2u; k++) {
-        got[k] = !atomic_exchange_explicit(&a->lk_busy[h + k], 1, memory_order_acquire);
-        if (got[k] && a->lk_key[2u * (h + k)] == k1 && a->lk_key[2u * (h + k) + 1u] == k2)
-            pick = (int)k;
+    uint64_t h64 = 0;
+    for (unsigned q = 0; q < nk; q++) h64 = (h64 ^ k[q]) * 0x9E3779B97F4A7C15ull;
+    const unsigned h = (unsigned)(h64 >> 32) % n & ~(ways - 1u);
+    int got[AUT_WAYS], pick = -1;
+    for (unsigned p = 0; p < ways; p++) {
+        got[p] = !atomic_exchange_explicit(&busy[h + p], 1, memory_order_acquire);
+        if (got[p] && pick < 0 && !memcmp(keys + (size_t)nk * (h + p), k, nk * sizeof *k))
+            pick = (int)p;
     }
-    if (pick < 0 && got[0] && got[1])
-        pick = atomic_load_explicit(&a->lk_used[h], memory_order_relaxed) <=
-                       atomic_load_explicit(&a->lk_used[h + 1u], memory_order_relaxed)
-                   ? 0 : 1;
-    else if (pick < 0)
-        pick = got[0] ? 0 : got[1] ? 1 : -1;
-    for (unsigned k = 0; k < 2u; k++)
-        if (got[k] && (int)k != pick)
-            atomic_store_explicit(&a->lk_busy[h + k], 0, memory_order_release);
+    *fresh = pick < 0;
+    for (unsigned p = 0; p < ways && *fresh; p++) /* the least recently taken of those got */
+        if (got[p] && (pick < 0 || atomic_load_explicit(&used[h + p], memory_order_relaxed) <
+                                       atomic_load_explicit(&used[h + (unsigned)pick],
+                                                            memory_order_relaxed)))
+            pick = (int)p;
+    for (unsigned p = 0; p < ways; p++)
+        if (got[p] && (int)p != pick) atomic_store_explicit(&busy[h + p], 0, memory_order_release);
     if (pick < 0) return -1;
     const unsigned slot = h + (unsigned)pick;
-    if (a->lk_key[2u * slot] != k1 || a->lk_key[2u * slot + 1u] != k2) {
-        uint64_t *lk = a->lk + (size_t)slot * a->lk_words;
-        memset(lk, 0, ((size_t)n_row + 63u) / 64u * sizeof *lk);
-        memset(lk_cls(a, (int)slot), 0, ((size_t)n_cls + 63u) / 64u * sizeof *lk);
-        a->lk_key[2u * slot] = k1;
-        a->lk_key[2u * slot + 1u] = k2;
-    }
-    atomic_store_explicit(&a->lk_used[slot],
-                          atomic_fetch_add_explicit(&a->lk_used[AUT_LK], 1u, memory_order_relaxed),
-                          memory_order_relaxed);
+    const uint32_t now = atomic_fetch_add_explicit(&used[n], 1u, memory_order_relaxed);
+    atomic_store_explicit(&used[slot], now, memory_order_relaxed);
     return (int)slot;
+}
+
+static int lk_take(const et_automaton *a, uint64_t k1, uint64_t k2, uint32_t n_row, uint32_t n_cls)
+{
+    const uint64_t k[2] = {k1, k2};
+    int fresh = 0;
+    const int slot = slot_take(a->lk_busy, a->lk_used, a->lk_key, 2u, AUT_LK, 2u, k, &fresh);
+    if (slot >= 0 && fresh) {
+        memset(a->lk + (size_t)slot * a->lk_words, 0, ((size_t)n_row + 63u) / 64u * sizeof *a->lk);
+        memset(lk_cls(a, slot), 0, ((size_t)n_cls + 63u) / 64u * sizeof *a->lk);
+        memcpy(a->lk_key + 2u * (unsigned)slot, k, sizeof k);
+    }
+    return slot;
 }
 
 /* Whether slot's entry i (of row) is kept live; set: keep it so. (Out of the mask's loop,
@@ -1301,6 +1367,231 @@ static inline int mask_put(uint32_t t, uint8_t *bits, uint32_t *ids, size_t cap,
     return 1;
 }
 
+/* A mask of a plain automaton: row's tokens (as et_automaton_allowed's, bits cleared). (A
+ * function of its own: the loop keeps its registers.) */
+ET_NOINLINE static int mask_plain(const et_automaton *a, uint32_t row, uint32_t *ids, size_t cap,
+                                  uint8_t *bits, size_t *n)
+{
+    const uint32_t *const tok = a->tok, end = a->row[row + 1u]; /* (bits could alias a's) */
+    size_t w = 0;
+    for (uint32_t i = a->row[row]; i < end; i++)
+        if (!mask_put(tok[i], bits, ids, cap, &w)) return ET_E_FULL;
+    *n = w;
+    return ET_OK;
+}
+
+/* What a canonical mask reads besides the entry (et_automaton_allowed): the state's row, its
+ * classes' decisions (cst), the run's dstep() row (or NULL), the first bytes after l (pair by
+ * pair), the pair set's bits for l, the look-aheads kept (lslot, or -1). */
+struct mrun {
+    struct memo *mm;
+    struct pctx *x;
+    uint8_t *cst;
+    const uint8_t *drow;
+    const uint64_t *after_l;
+    const struct pinv *pi;
+    uint32_t row;
+    int lslot;
+};
+
+/* Whether entry i (token t, class k) of a canonical mask's row is allowed (ME_TAKE), and what
+ * the mask knows of its look-ahead: proven or known (ME_LIVE), not live (ME_DEAD), or not asked
+ * (neither). */
+#define ME_TAKE 1u
+#define ME_LIVE 2u
+#define ME_DEAD 4u
+static inline int me_live(unsigned e) { return e & ME_LIVE ? 1 : e & ME_DEAD ? 0 : -1; }
+ET_ALWAYS_INLINE static inline unsigned mask_entry(const et_automaton *a, const struct mrun r,
+                                                   uint32_t i, uint32_t t, uint32_t k)
+{
+    uint8_t *const cst = r.cst;
+    unsigned s = cst[k];
+    if (s == (MC_PASS | MC_LOOK)) goto take;
+    if (s == MC_DENY || s == (MC_DENY | MC_LOOK)) return 0;
+    const struct pinv *pi = r.pi;
+    if ((s == (MC_VALID | MC_LOOK) || s == (MC_VALIDC | MC_LOOK)) && pi->made > 0 &&
+        !et_odd(a->odd, t)) { /* (most entries of long rows; odd: pair_of asks et_valid_pair) */
+#ifdef AUT_CHECK_PAIRS
+        if ((int)(~pi->bits[pi->pos[t] >> 6] >> (pi->pos[t] & 63u) & 1u) !=
+            et_valid_pair(a->m, r.x->l, t))
+            abort();
+#endif
+        if (!(pi->bits[pi->pos[t] >> 6] >> (pi->pos[t] & 63u) & 1u)) goto take; /* valid pair */
+        if (s == (MC_VALID | MC_LOOK)) return 0; /* (VALIDC: the class asks the probes) */
+    }
+    const unsigned v = r.drow ? r.drow[a->dig[t]] : 1u;
+    if (!v) {
+        if (k < AUT_CLS) cst[k] = MC_DENY;
+        return 0;
+    }
+    int apart = 0;
+    if (!r.x->pi) {
+        const et_model *m = a->m;
+        const uint32_t o = m->tokoff[t];
+        apart = o < m->tokoff[t + 1u] &&
+                !(r.after_l[m->blob[o] >> 6] >> (m->blob[o] & 63u) & 1u);
+    }
+    if (k >= AUT_CLS) {
+        const int e = entry_ok(a, r.mm, r.x, i, apart ? -2 : -1, v);
+        return e > 0 ? ME_TAKE | ME_LIVE : e < 0 ? ME_DEAD : 0u;
+    }
+    if (!(s & 7u)) s = cst[k] = (uint8_t)(mask_class(a, r.mm, r.x, i, v) | (s & MC_LOOK));
+    switch (s & 7u) {
+    case MC_DENY:
+        return 0;
+    case MC_VALID:
+        if (!pair_of(a, r.x, t, apart)) return 0;
+        break;
+    case MC_VALIDC:
+        if (pair_of(a, r.x, t, apart)) break;
+        /* a pair that is not valid: whether a cut may fall decides (the class's) */
+        if (probe_ok(a, r.mm, r.x, t, AUT_CUT) & AUT_CUT) {
+            cst[k] = (uint8_t)(MC_PASS | (s & MC_LOOK));
+            break;
+        }
+        cst[k] = (uint8_t)(MC_VALID | (s & MC_LOOK));
+        return 0;
+    case MC_TOK: {
+        int valid = apart ? -2 : -1;
+        if (!pair_ok_c(a, r.mm, r.x, t, &valid, v)) return 0;
+        break;
+    }
+    default:
+        break;
+    }
+    if (s & MC_LOOK) goto take;
+    if (r.lslot >= 0 && lk_entry(a, r.lslot, r.row, i, 0)) goto take; /* kept */
+    if (!entry_look(a, r.mm, r.x, i, (v & 15u) - 1u)) return ME_DEAD;
+    if (r.lslot >= 0) lk_entry(a, r.lslot, r.row, i, 1);
+    if (a->probes) {
+        const uint32_t nr = a->nxt[i], wt = atomic_load_explicit(&a->wit[i], memory_order_relaxed),
+                       j = a->row[nr] + (wt >> 1) - 1u;
+        if (wt && j < a->row[nr + 1u] && look_by_cut(a, r.x, t, j, (v & 15u) - 1u)) {
+            cst[k] |= MC_LOOK;
+            if (r.lslot >= 0) lk_cls(a, r.lslot)[k / 64u] |= (uint64_t)1 << (k & 63u);
+        }
+    }
+take:
+#ifdef AUT_CHECK_PAIRS
+    /* what the look-aheads kept (lk_take) answer is a fact: entry_look proves it again */
+    if (r.lslot >= 0 && !a->accept[a->nxt[i]]) {
+        const unsigned cv = r.drow ? r.drow[a->dig[t]] : 1u;
+        if (!cv || !entry_look(a, r.mm, r.x, i, (cv & 15u) - 1u)) abort();
+    }
+#endif
+    return ME_TAKE | ME_LIVE;
+}
+
+/* What mask_class decides of entry i (token t) alone, the probes asked where it leaves a cut
+ * not known (MC_VALIDC): the decision of an entry with no class (AUT_CLS), for its verdict. */
+static unsigned entry_cs(const et_automaton *a, const struct mrun r, uint32_t i, uint32_t t)
+{
+    const unsigned v = r.drow ? r.drow[a->dig[t]] : 1u;
+    if (!v) return MC_DENY;
+    unsigned s = mask_class(a, r.mm, r.x, i, v);
+    if ((s & 7u) == MC_VALIDC)
+        s = (probe_ok(a, r.mm, r.x, t, AUT_CUT) & AUT_CUT ? MC_PASS : MC_VALID) | (s & MC_LOOK);
+    return s;
+}
+
+/* A canonical mask of entries [beg, end), entry by entry (bits, ids, cap, *w: as mask_put's),
+ * noting each one's live + 1 in codes (from beg; an entry with no class: | its entry_cs() << 2)
+ * unless codes is NULL: ET_OK or ET_E_FULL. */
+ET_ALWAYS_INLINE static inline int mask_row(const et_automaton *a, const struct mrun r,
+                                            uint32_t beg, uint32_t end, uint8_t *codes,
+                                            uint8_t *bits, uint32_t *ids, size_t cap, size_t *w)
+{
+    const uint32_t *const tok = a->tok;
+    const uint16_t *const cls = a->cls;
+    for (uint32_t i = beg; i < end; i++) {
+        const uint32_t t = tok[i];
+        const unsigned e = mask_entry(a, r, i, t, cls[i]);
+        if (codes)
+            codes[i - beg] = (uint8_t)((unsigned)(me_live(e) + 1) |
+                                       (cls[i] < AUT_CLS ? 0u : entry_cs(a, r, i, t) << 2));
+        if ((e & ME_TAKE) && !mask_put(t, bits, ids, cap, w)) return ET_E_FULL;
+    }
+    return ET_OK;
+}
+
+/* Verdicts kept from mask to mask. What mask_entry answers for entry i of a long row depends
+ * on l only through (l's shape, the probes' shapes of l2 and l: the key of the classes'
+ * decisions and of the look-ahead, with the row and the digit run; see lk_take) and on
+ * whether (l, t) is a valid pair. So a slot keeps, for one key, a code per entry: VT where a
+ * valid pair is taken, VS where it asks mask_entry again; IT and IS the same where the pair is
+ * not valid; refused where neither (cs: the entry's class's decision after mask_entry, or its
+ * own (entry_cs) where it has no class; plain: it is no odd token, whose pairs the pair set does
+ * not answer; live: as mask_entry's). A slot taken for a new key only holds it (most keys of
+ * new states are seen once); the next mask of the key asks mask_entry of every entry and notes
+ * what it learned (a byte an entry, and the classes' decisions it ended with); the next makes
+ * their codes
+ * 4 bitsets by token id, and from then on a mask takes a word of 64 tokens at once with the pair
+ * set's answers for l by token id (tinv), asks mask_entry only of the tokens marked so, and
+ * notes what it learns of them. */
+#define VK_VT 1u
+#define VK_VS 2u
+#define VK_IT 4u
+#define VK_IS 8u
+static inline unsigned vk_code(unsigned cs, int plain, int live)
+{
+    static const uint8_t tab[8][2] = { /* by cs & 7 (mask_class's), and whether live is known */
+        {VK_VS | VK_IS, VK_VS | VK_IS},         /* (not decided) */
+        {VK_VS | VK_IS, VK_VT | VK_IT},         /* MC_PASS */
+        {0, 0},                                 /* MC_DENY */
+        {VK_VS, VK_VT},                         /* MC_VALID: no cut, an invalid pair refused */
+        {VK_VS | VK_IS, VK_VS | VK_IS},         /* MC_TOK: l's bytes decide (splits_char) */
+        {VK_VS | VK_IS, VK_VT | VK_IS},         /* MC_VALIDC: whether a cut may fall, not known */
+        {VK_VS | VK_IS, VK_VS | VK_IS}, {VK_VS | VK_IS, VK_VS | VK_IS}};
+    if (!plain) return VK_VS | VK_IS;
+    if (live == 0) return 0; /* not live for the key, whatever l */
+    return tab[cs & 7u][(cs & MC_LOOK) || live == 1];
+}
+
+/* Notes code for token t in slot words v (4 a word of tokens: VT, VS, IT, IS). */
+static inline void vk_note(uint64_t *v, uint32_t t, unsigned code)
+{
+    uint64_t *const q = v + 4u * (t >> 6);
+    const uint64_t b = (uint64_t)1 << (t & 63u);
+    for (unsigned j = 0; j < 4u; j++) q[j] &= ~b;
+    for (; code; code &= code - 1u) q[et_ctz64(code)] |= b;
+}
+
+/* The first index >= lo of row entries [lo, hi) whose token is >= t (tok ascending): doubling
+ * steps, then halving (a mask's slow tokens, in order). */
+static inline uint32_t row_seek(const uint32_t *tok, uint32_t lo, uint32_t hi, uint32_t t)
+{
+    uint32_t step = 1u;
+    while (lo < hi && tok[lo] < t) {
+        const uint32_t probe = hi - lo > step ? lo + step : hi - 1u;
+        if (tok[probe] < t) {
+            lo = probe + 1u;
+            step *= 2u;
+        } else {
+            hi = probe + 1u;
+            step = 1u;
+            while (lo < hi) {
+                const uint32_t mid = lo + (hi - lo) / 2u;
+                if (tok[mid] < t) lo = mid + 1u;
+                else hi = mid;
+            }
+            return lo;
+        }
+    }
+    return lo;
+}
+
+/* Word w of a mask, little-endian, into bits (nb bytes in all). */
+static inline void store_word(uint8_t *bits, size_t nb, size_t w, uint64_t x)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (w * 8u + 8u <= nb) {
+        memcpy(bits + w * 8u, &x, 8u);
+        return;
+    }
+#endif
+    for (size_t b = w * 8u; b < nb && b < w * 8u + 8u; b++, x >>= 8) bits[b] = (uint8_t)x;
+}
+
 int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, size_t cap,
                          uint8_t *bits, size_t nbytes, size_t *n)
 {
@@ -1310,14 +1601,14 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     *n = 0;
     if (!split_state(a, state, &c)) return ET_E_ARG;
     if (bits) memset(bits, 0, nbytes);
-    const int canon = (a->flags & ET_AUT_CANONICAL) != 0;
+    if (!(a->flags & ET_AUT_CANONICAL)) return mask_plain(a, c.row, ids, cap, bits, n);
     struct memo mm;
     uint64_t looks[1u << AUT_LOOK_BITS];
-    if (canon && !a->probes) memset(mm.key, 0, sizeof mm.key);
+    if (!a->probes) memset(mm.key, 0, sizeof mm.key);
     mm.look = NULL;
     mm.look_set = 0;
     const uint32_t n_row = a->row[c.row + 1u] - a->row[c.row];
-    if (canon && a->probes && n_row >= 64u) { /* a slot for every 8 tokens (small rows: none) */
+    if (a->probes && n_row >= 64u) { /* a slot for every 8 tokens (small rows: none) */
         mm.look = looks;
         for (mm.look_bits = 3; mm.look_bits < AUT_LOOK_BITS && n_row >> mm.look_bits > 8u;)
             mm.look_bits++;
@@ -1329,16 +1620,14 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     struct pctx x;
     uint32_t apart_memo[AUT_APART];
     const uint8_t *drow = NULL; /* dstep() after the state's run, where it may not be 1 */
-    if (canon) {
-        pctx_init(a, &x, c.l2, c.l);
-        pctx_look(a, &x);
-        if (c.d || a->row_dig[c.row]) drow = a->dtab + (size_t)c.d * 256u;
-    }
+    pctx_init(a, &x, c.l2, c.l);
+    pctx_look(a, &x);
+    if (c.d || a->row_dig[c.row]) drow = a->dtab + (size_t)c.d * 256u;
     /* the pair set, where making it costs less than the row's pair tests could (each of its
      * ranges about as much as a pair test) */
     int slot = -1; /* the scratch bitset taken for pi */
     struct pinv pi = {a->ps, a->ps ? et_pairset_pos(a->ps) : NULL, NULL, 0};
-    if (canon && a->inv && c.l != ET_NONE && n_row >= AUT_LONG &&
+    if (a->inv && c.l != ET_NONE && n_row >= AUT_LONG &&
         et_pairset_cost(a->ps, c.l) <= n_row) {
         for (unsigned k = 0; k < AUT_SCRATCH && slot < 0; k++)
             if (!atomic_exchange_explicit(&a->busy[k], 1, memory_order_acquire)) slot = (int)k;
@@ -1347,7 +1636,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
             x.pi = &pi;
         }
     }
-    if (canon && !x.pi && c.l != ET_NONE && n_row >= AUT_LONG && m->tnode[c.l] < m->n_cells) {
+    if (!x.pi && c.l != ET_NONE && n_row >= AUT_LONG && m->tnode[c.l] < m->n_cells) {
         memset(after_l, 0, sizeof after_l);
         memset(apart_memo, 0xFF, sizeof apart_memo);
         x.apart = apart_memo;
@@ -1356,13 +1645,6 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
                 after_l[b >> 6] |= (uint64_t)1 << (b & 63u);
     }
     size_t w = 0;
-    if (!canon) {
-        for (uint32_t i = a->row[c.row]; i < a->row[c.row + 1u]; i++) {
-            if (!mask_put(a->tok[i], bits, ids, cap, &w)) return ET_E_FULL;
-        }
-        *n = w;
-        return ET_OK;
-    }
     uint8_t cst[AUT_CLS + 1u]; /* per class of the row (classes()): 0, or mask_class's | MC_LOOK;
                                 * [AUT_CLS] (no class): 0 */
     memset(cst, 0, a->n_cls[c.row]);
@@ -1378,93 +1660,109 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
             for (uint64_t b = lkc[q]; b; b &= b - 1u)
                 cst[q * 64u + (uint32_t)et_ctz64(b)] = MC_LOOK;
     }
+    /* long rows with the pair set for l: the verdicts kept for the key (vk_code; vstage: 1 this
+     * mask notes them, 2 it uses them), and the tokens that are no valid pair after l by token
+     * id (tinv) */
+    int vslot = -1, vstage = 0, vfresh = 0;
+    uint64_t *vk = NULL, *tinv = NULL;
+    uint8_t *codes = NULL;
+    const size_t vw = a->vk_words;
+    const uint64_t vkey[3] = {(uint64_t)c.row << 32 | c.d,
+                              c.l == ET_NONE ? ~0ull : (uint64_t)a->shape[(size_t)4u * c.l] + 1u,
+                              c.l == ET_NONE ? 0u : (uint64_t)x.s2 << 32 | x.sl};
+    if (a->vk && n_row >= vk_row(a->n_vocab) && n_row <= a->vk_longest &&
+        (c.l == ET_NONE || x.pi) && /* (no l: no pair to test) */
+        (vslot = slot_take(a->vk_busy, a->vk_used, a->vk_key, 3u, AUT_VK, AUT_VK, vkey,
+                           &vfresh)) >= 0) {
+        vk = a->vk + (size_t)vslot * 4u * vw;
+        codes = a->vk_codes + (size_t)vslot * a->vk_longest;
+        if (vfresh) { /* a key seen once: its next mask notes the verdicts */
+            memcpy(a->vk_key + 3u * (unsigned)vslot, vkey, sizeof vkey);
+            a->vk_stage[vslot] = 0;
+        } else if (!a->vk_stage[vslot]) {
+            vstage = 1;
+        } else if (c.l == ET_NONE ||
+                   (pi.made = et_pairset_invalid(pi.ps, c.l, pi.bits) ? 1 : -1) > 0) {
+            vstage = 2;
+            if (a->vk_stage[vslot] == 1) { /* the words, from the codes */
+                memset(vk, 0, 4u * vw * sizeof *vk);
+                const uint8_t *const vc = a->vk_cst + (size_t)vslot * AUT_CLS;
+                for (uint32_t i = a->row[c.row]; i < a->row[c.row + 1u]; i++) {
+                    const uint32_t t = a->tok[i], k = a->cls[i];
+                    uint64_t *const q = vk + 4u * (t >> 6);
+                    const uint64_t b = (uint64_t)1 << (t & 63u);
+                    const unsigned e = codes[i - a->row[c.row]];
+                    for (unsigned code = vk_code(k < AUT_CLS ? vc[k] : e >> 2,
+                                                 !et_odd(a->odd, t), (int)(e & 3u) - 1);
+                         code; code &= code - 1u)
+                        q[et_ctz64(code)] |= b;
+                }
+                a->vk_stage[vslot] = 2;
+            }
+            if (c.l != ET_NONE) { /* the tokens that are no valid pair after l */
+                tinv = a->tinv + (size_t)slot * vw;
+                memset(tinv, 0, vw * sizeof *tinv);
+                const uint32_t *at = et_pairset_at(pi.ps);
+                const size_t pw = et_pairset_words(pi.ps);
+                for (size_t q = 0; q < pw; q++)
+                    for (uint64_t b = pi.bits[q]; b; b &= b - 1u) {
+                        const size_t p = q * 64u + et_ctz64(b);
+                        if (p >= a->n_vocab) break;
+                        tinv[at[p] >> 6] |= (uint64_t)1 << (at[p] & 63u);
+                    }
+            }
+        }
+    }
+    const struct mrun run = {&mm, &x, cst, drow, after_l, &pi, c.row, lslot};
     int rc = ET_OK;
-    /* (in locals: the stores to bits could alias the automaton's fields, not these) */
-    const uint32_t *const tok = a->tok, *const ipos = pi.pos, end = a->row[c.row + 1u];
+    const uint32_t *const tok = a->tok, beg = a->row[c.row], end = a->row[c.row + 1u];
     const uint16_t *const cls = a->cls;
-    const uint64_t *const ibits = pi.bits, *const odd = a->odd;
-    for (uint32_t i = a->row[c.row]; i < end; i++) {
-        const uint32_t t = tok[i];
-        const uint32_t k = cls[i];
-        unsigned s = cst[k];
-        if (s == (MC_PASS | MC_LOOK)) goto take;
-        if (s == MC_DENY || s == (MC_DENY | MC_LOOK)) continue;
-        if ((s == (MC_VALID | MC_LOOK) || s == (MC_VALIDC | MC_LOOK)) && pi.made > 0 &&
-            !et_odd(odd, t)) { /* (most entries of long rows; odd: pair_of asks et_valid_pair) */
-#ifdef AUT_CHECK_PAIRS
-            if ((int)(~ibits[ipos[t] >> 6] >> (ipos[t] & 63u) & 1u) != et_valid_pair(m, c.l, t))
-                abort();
-#endif
-            if (!(ibits[ipos[t] >> 6] >> (ipos[t] & 63u) & 1u)) goto take; /* a valid pair */
-            if (s == (MC_VALID | MC_LOOK)) continue; /* (VALIDC: the class asks the probes) */
-        }
-        const unsigned v = drow ? drow[a->dig[t]] : 1u;
-        if (!v) {
-            if (k < AUT_CLS) cst[k] = MC_DENY;
-            continue;
-        }
-        int apart = 0;
-        if (!x.pi) {
-            const uint32_t o = m->tokoff[t];
-            apart = o < m->tokoff[t + 1u] && !(after_l[m->blob[o] >> 6] >> (m->blob[o] & 63u) & 1u);
-        }
-        if (k >= AUT_CLS) {
-            if (!entry_ok(a, &mm, &x, i, apart ? -2 : -1, v)) continue;
-            goto take;
-        }
-        if (!(s & 7u)) s = cst[k] = (uint8_t)(mask_class(a, &mm, &x, i, v) | (s & MC_LOOK));
-        switch (s & 7u) {
-        case MC_DENY:
-            continue;
-        case MC_VALID:
-            if (!pair_of(a, &x, t, apart)) continue;
-            break;
-        case MC_VALIDC:
-            if (pair_of(a, &x, t, apart)) break;
-            /* a pair that is not valid: whether a cut may fall decides (the class's) */
-            if (probe_ok(a, &mm, &x, t, AUT_CUT) & AUT_CUT) {
-                cst[k] = (uint8_t)(MC_PASS | (s & MC_LOOK));
-                break;
+    if (vstage == 2) { /* a word of tokens at a time; mask_entry for those the slot asks it of */
+        const size_t nb = ((size_t)a->n_vocab + 7u) / 8u;
+        uint32_t i = beg;
+        for (size_t q = 0; q < vw; q++) {
+            const uint64_t inv = tinv ? tinv[q] : 0u;
+            const uint64_t *const v = vk + 4u * q;
+            uint64_t take = (v[0] & ~inv) | (v[2] & inv), slow = (v[1] & ~inv) | (v[3] & inv);
+            for (; slow; slow &= slow - 1u) {
+                const uint32_t t = (uint32_t)(q * 64u + et_ctz64(slow));
+                if ((i = row_seek(tok, i, end, t)) == end || tok[i] != t)
+                    continue; /* (not reached: a slot's tokens are its row's) */
+                const unsigned e = mask_entry(a, run, i, t, cls[i]);
+                take |= (uint64_t)(e & ME_TAKE) << (t & 63u);
+                vk_note(vk, t, vk_code(cls[i] < AUT_CLS ? cst[cls[i]] : entry_cs(a, run, i, t),
+                                       !et_odd(a->odd, t), me_live(e)));
             }
-            cst[k] = (uint8_t)(MC_VALID | (s & MC_LOOK));
-            continue;
-        case MC_TOK: {
-            int valid = apart ? -2 : -1;
-            if (!pair_ok_c(a, &mm, &x, t, &valid, v)) continue;
-            break;
-        }
-        default:
-            break;
-        }
-        if (s & MC_LOOK) goto take;
-        if (lslot >= 0 && lk_entry(a, lslot, c.row, i, 0)) goto take; /* kept */
-        if (!entry_look(a, &mm, &x, i, (v & 15u) - 1u)) continue;
-        if (lslot >= 0) lk_entry(a, lslot, c.row, i, 1);
-        if (a->probes) {
-            const uint32_t r = a->nxt[i],
-                           wt = atomic_load_explicit(&a->wit[i], memory_order_relaxed),
-                           j = a->row[r] + (wt >> 1) - 1u;
-            if (wt && j < a->row[r + 1u] && look_by_cut(a, &x, t, j, (v & 15u) - 1u)) {
-                cst[k] |= MC_LOOK;
-                if (lslot >= 0 && k < AUT_CLS)
-                    lk_cls(a, lslot)[k / 64u] |= (uint64_t)1 << (k & 63u);
+#ifdef AUT_CHECK_PAIRS
+            /* each verdict is a fact: mask_entry answers it again */
+            for (uint32_t j = row_seek(tok, beg, end, (uint32_t)(q * 64u));
+                 j < end && tok[j] < (q + 1u) * 64u; j++) {
+                if ((mask_entry(a, run, j, tok[j], cls[j]) & ME_TAKE) !=
+                    (unsigned)(take >> (tok[j] & 63u) & 1u))
+                    abort();
+            }
+#endif
+            if (bits) store_word(bits, nb, q, take);
+            if (!ids) {
+                w += et_popcount64(take);
+                continue;
+            }
+            for (; take; take &= take - 1u, w++) {
+                if (w == cap) rc = ET_E_FULL;
+                else ids[w] = (uint32_t)(q * 64u + et_ctz64(take));
             }
         }
-    take:
-#ifdef AUT_CHECK_PAIRS
-        /* what the look-aheads kept (lk_take) answer is a fact: entry_look proves it again */
-        if (lslot >= 0 && !a->accept[a->nxt[i]]) {
-            const unsigned cv = drow ? drow[a->dig[t]] : 1u;
-            if (!cv || !entry_look(a, &mm, &x, i, (cv & 15u) - 1u)) abort();
-        }
-#endif
-        if (!mask_put(t, bits, ids, cap, &w)) {
-            rc = ET_E_FULL;
-            break;
-        }
+    } else {
+        rc = vstage ? mask_row(a, run, beg, end, codes, bits, ids, cap, &w)
+                    : mask_row(a, run, beg, end, NULL, bits, ids, cap, &w);
+    }
+    if (vstage == 1 && rc == ET_OK) { /* (cut short: noted again next time) */
+        memcpy(a->vk_cst + (size_t)vslot * AUT_CLS, cst, a->n_cls[c.row]);
+        a->vk_stage[vslot] = 1;
     }
     if (slot >= 0) atomic_store_explicit(&a->busy[slot], 0, memory_order_release);
     if (lslot >= 0) atomic_store_explicit(&a->lk_busy[lslot], 0, memory_order_release);
+    if (vslot >= 0) atomic_store_explicit(&a->vk_busy[vslot], 0, memory_order_release);
     if (rc == ET_OK) *n = w;
     return rc;
 }

@@ -40,6 +40,7 @@ struct et_pairset {
     uint32_t n_lone;    /* tokens outside the trie */
     const uint32_t *split, *tnode;
     uint32_t *pos;      /* n: each token's place in the forest's order */
+    uint32_t *at;       /* n: the token at each place (pos inverted) */
     uint32_t *end;      /* n: the end of its subtree there */
     uint32_t *kid_off;  /* n + 1: its children (tokens u with L(u) = it) in kids[] */
     uint32_t *kids;     /* by descending id */
@@ -57,6 +58,7 @@ void et_pairset_free(struct et_pairset *ps)
 {
     if (!ps) return;
     free(ps->pos);
+    free(ps->at);
     free(ps->end);
     free(ps->kid_off);
     free(ps->kids);
@@ -230,20 +232,23 @@ static struct et_pairset *build(const et_model *m)
     }
     ps->tnode = m->tnode;
     ps->pos = malloc(n * sizeof *ps->pos);
+    ps->at = malloc(n * sizeof *ps->at);
     ps->end = malloc(n * sizeof *ps->end);
     ps->kid_off = calloc(n + 1u, sizeof *ps->kid_off);
     ps->kids = malloc(n * sizeof *ps->kids);
     ps->ext_off = calloc(n + 1u, sizeof *ps->ext_off);
     for (uint32_t t = 0; t < ps->n; t++) ps->n_lone += (uint32_t)lone(ps, t);
     ps->lone = malloc((ps->n_lone ? ps->n_lone : 1u) * sizeof *ps->lone);
-    ps->bytes = sizeof *ps + n * (odd ? 28u : 20u) + 8u + ps->n_lone * 4u;
-    if (!ps->pos || !ps->end || !ps->kid_off || !ps->kids || !ps->ext_off || !ps->lone ||
+    ps->bytes = sizeof *ps + n * (odd ? 32u : 24u) + 8u + ps->n_lone * 4u;
+    if (!ps->pos || !ps->at || !ps->end || !ps->kid_off || !ps->kids || !ps->ext_off || !ps->lone ||
         !forest(ps) || !extensions(m, ps)) {
         et_pairset_free(ps);
         return NULL;
     }
-    for (uint32_t t = 0, k = 0; t < ps->n; t++)
+    for (uint32_t t = 0, k = 0; t < ps->n; t++) {
         if (lone(ps, t)) ps->lone[k++] = ps->pos[t];
+        ps->at[ps->pos[t]] = t; /* (pos is a permutation: forest() placed each token once) */
+    }
     return ps;
 }
 
@@ -268,6 +273,7 @@ const struct et_pairset *et_pairset_of(const et_model *m)
 size_t et_pairset_bytes(const struct et_pairset *ps) { return ps ? ps->bytes : 0u; }
 size_t et_pairset_words(const struct et_pairset *ps) { return ((size_t)ps->n + 63u) / 64u; }
 const uint32_t *et_pairset_pos(const struct et_pairset *ps) { return ps->pos; }
+const uint32_t *et_pairset_at(const struct et_pairset *ps) { return ps->at; }
 
 size_t et_pairset_cost(const struct et_pairset *ps, uint32_t l)
 {

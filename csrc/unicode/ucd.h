@@ -174,6 +174,18 @@ static inline unsigned et_ctz64(uint64_t x)
 #endif
 }
 
+/* The number of set bits of x. */
+static inline unsigned et_popcount64(uint64_t x)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return (unsigned)__builtin_popcountll(x);
+#else
+    unsigned k = 0;
+    for (; x; x &= x - 1u) k++;
+    return k;
+#endif
+}
+
 /* The number of clear bits above the highest set bit of x (x != 0). */
 static inline unsigned et_clz64(uint64_t x)
 {
