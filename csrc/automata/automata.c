@@ -85,13 +85,14 @@ struct et_automaton {
     const uint64_t *odd; /* canonical, ET_FLAG_WHOLE models: et_odd_of(m) (see pair_valid) */
     uint64_t *inv;    /* AUT_SCRATCH bitsets of the pair set, each for one mask at a time */
     _Atomic uint8_t *busy; /* AUT_SCRATCH: inv's bitsets taken */
-    uint64_t *lk;     /* AUT_LK slots of lk_words: a long row's entries whose look-ahead is
-                       * proven, then its classes', for one key (lk_key) each (see lk_take) */
+    uint64_t *lk;     /* AUT_LK slots of lk_words: a row's entries whose look-ahead is proven,
+                       * lk_half words on, those proven not live, then its classes' proven, for
+                       * one key (lk_key) each (see lk_take) */
     uint64_t *lk_key; /* 2 per slot: the row and digit run, and l's shape, they are for (0:
                        * none) */
     _Atomic uint8_t *lk_busy;  /* AUT_LK: slots taken (by one mask at a time) */
     _Atomic uint32_t *lk_used; /* AUT_LK + 1: when each slot was last taken; [AUT_LK] the clock */
-    size_t lk_words;
+    size_t lk_words, lk_half;
     uint64_t *vk;     /* AUT_VK slots of 4 x vk_words words: a long row's verdicts for one key
                        * (vk_key) each, by token id (see vk_code) */
     uint8_t *vk_codes; /* AUT_VK slots of vk_longest: the same by entry, as noted (live + 1,
@@ -633,7 +634,8 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
                         4u;
         }
         if (longest >= AUT_LONG) {
-            a->lk_words = ((size_t)longest + 63u) / 64u + AUT_CLS / 64u;
+            a->lk_half = ((size_t)longest + 63u) / 64u;
+            a->lk_words = 2u * a->lk_half + AUT_CLS / 64u;
             if (!(a->lk = malloc(AUT_LK * a->lk_words * sizeof *a->lk)) ||
                 !(a->lk_key = calloc(2u * AUT_LK, sizeof *a->lk_key)) ||
                 !(a->lk_busy = malloc(AUT_LK * sizeof *a->lk_busy)) ||
@@ -1282,12 +1284,12 @@ int et_automaton_accepting(const et_automaton *a, int64_t state)
     return !nt || !utf8_chars(q, nt, nt) || probe(a->m, AUT_ANY, c.l2, q, nt, 0, want);
 }
 
-/* Look-aheads kept from mask to mask. Whether entry i of a long row is live after l
- * (entry_look), and whether look_by_cut proves it for a class of the row, depend on l only
- * through its first shape (pctx_look: the probes are remembered by it, and by AUT_ENDS_APOS,
- * which the shape shows: apostrophes keep their byte; l's bytes are read only by probe(), as
- * the context before t) and on the digit run d: a slot keeps, for one (row, d, l's shape), the
- * entries and classes proven (facts: bits are only set). (Where a->probes is NULL, too many
+/* Look-aheads kept from mask to mask. Whether entry i of a row is live after l (entry_look),
+ * and whether look_by_cut proves it for a class of the row, depend on l only through its first
+ * shape (pctx_look: the probes are remembered by it, and by AUT_ENDS_APOS, which the shape
+ * shows: apostrophes keep their byte; l's bytes are read only by probe(), as the context before
+ * t) and on the digit run d: a slot keeps, for one (row, d, l's shape), the entries proven live
+ * and proven not, and the classes proven (facts: bits are only set). (Where a->probes is NULL, too many
  * shapes, probe answers are otherwise kept for one mask only: this leans on "texts of the same
  * shape are cut alike" (see shapes) for l's of one shape across masks too.) Returns the slot
  * taken for the key (k1, k2) by this mask until it gives it back (lk_busy), cleared where it
@@ -1337,21 +1339,26 @@ static int lk_take(const et_automaton *a, uint64_t k1, uint64_t k2, uint32_t n_r
     int fresh = 0;
     const int slot = slot_take(a->lk_busy, a->lk_used, a->lk_key, 2u, AUT_LK, 2u, k, &fresh);
     if (slot >= 0 && fresh) {
-        memset(a->lk + (size_t)slot * a->lk_words, 0, ((size_t)n_row + 63u) / 64u * sizeof *a->lk);
+        uint64_t *const lk = a->lk + (size_t)slot * a->lk_words;
+        memset(lk, 0, ((size_t)n_row + 63u) / 64u * sizeof *lk);
+        memset(lk + a->lk_half, 0, ((size_t)n_row + 63u) / 64u * sizeof *lk);
         memset(lk_cls(a, slot), 0, ((size_t)n_cls + 63u) / 64u * sizeof *a->lk);
         memcpy(a->lk_key + 2u * (unsigned)slot, k, sizeof k);
     }
     return slot;
 }
 
-/* Whether slot's entry i (of row) is kept live; set: keep it so. (Out of the mask's loop,
- * where it would hold registers: asked only of entries the class does not prove.) */
+/* What slot keeps of entry i (of row): LK_LIVE, LK_DEAD (its look-ahead proven, or proven to
+ * fail), or 0; set (LK_LIVE or LK_DEAD): keep that. (Out of the mask's loop, where it would
+ * hold registers: asked only of entries the class does not prove.) */
+#define LK_LIVE 1
+#define LK_DEAD 2
 ET_NOINLINE static int lk_entry(const et_automaton *a, int slot, uint32_t row, uint32_t i, int set)
 {
     uint64_t *w = a->lk + (size_t)slot * a->lk_words + (i - a->row[row]) / 64u;
     const uint64_t bit = (uint64_t)1 << ((i - a->row[row]) & 63u);
-    if (set) *w |= bit;
-    return (*w & bit) != 0;
+    if (set) w[set == LK_DEAD ? a->lk_half : 0u] |= bit;
+    return w[0] & bit ? LK_LIVE : w[a->lk_half] & bit ? LK_DEAD : 0;
 }
 
 /* Puts token t in a mask (bits, ids, as et_automaton_allowed's; *w ids so far): 0 when ids is
@@ -1460,9 +1467,19 @@ ET_ALWAYS_INLINE static inline unsigned mask_entry(const et_automaton *a, const 
         break;
     }
     if (s & MC_LOOK) goto take;
-    if (r.lslot >= 0 && lk_entry(a, r.lslot, r.row, i, 0)) goto take; /* kept */
-    if (!entry_look(a, r.mm, r.x, i, (v & 15u) - 1u)) return ME_DEAD;
-    if (r.lslot >= 0) lk_entry(a, r.lslot, r.row, i, 1);
+    const int kept = r.lslot >= 0 ? lk_entry(a, r.lslot, r.row, i, 0) : 0;
+    if (kept == LK_LIVE) goto take;
+    if (kept == LK_DEAD) {
+#ifdef AUT_CHECK_PAIRS
+        if (entry_look(a, r.mm, r.x, i, (v & 15u) - 1u)) abort(); /* (a fact, as live ones) */
+#endif
+        return ME_DEAD;
+    }
+    if (!entry_look(a, r.mm, r.x, i, (v & 15u) - 1u)) {
+        if (r.lslot >= 0) lk_entry(a, r.lslot, r.row, i, LK_DEAD);
+        return ME_DEAD;
+    }
+    if (r.lslot >= 0) lk_entry(a, r.lslot, r.row, i, LK_LIVE);
     if (a->probes) {
         const uint32_t nr = a->nxt[i], wt = atomic_load_explicit(&a->wit[i], memory_order_relaxed),
                        j = a->row[nr] + (wt >> 1) - 1u;
@@ -1649,11 +1666,12 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
                                 * [AUT_CLS] (no class): 0 */
     memset(cst, 0, a->n_cls[c.row]);
     cst[AUT_CLS] = 0;
-    /* long rows: the look-aheads kept for (row, d, l's shape) (lk_take): the entries' (lk) and
-     * the classes' (lkc, put in cst) */
+    /* the look-aheads kept for (row, d, l's shape or none) (lk_take): the entries' (lk) and the
+     * classes' (lkc, put in cst) */
     int lslot = -1;
-    if (a->lk && c.l != ET_NONE && n_row >= AUT_LONG &&
-        (lslot = lk_take(a, (uint64_t)c.row << 32 | c.d, (uint64_t)a->shape[(size_t)4u * c.l] + 1u,
+    if (a->lk && n_row >= AUT_LONG &&
+        (lslot = lk_take(a, (uint64_t)c.row << 32 | c.d,
+                         c.l == ET_NONE ? ~0ull : (uint64_t)a->shape[(size_t)4u * c.l] + 1u,
                          n_row, a->n_cls[c.row])) >= 0) {
         const uint64_t *lkc = lk_cls(a, lslot);
         for (uint32_t q = 0; q < ((uint32_t)a->n_cls[c.row] + 63u) / 64u; q++)
