@@ -655,12 +655,12 @@ def canonical_states(enc: "edgetok.Encoding", pattern: str, a: "edgetok.automata
                                        ("o200k_base", "letters")])
 def test_canonical_kept_verdicts(name, key):  # type: ignore[no-untyped-def]
     """Rows of a 16th of the vocabulary or more keep each mask's verdicts by (row, digit run,
-    l's shape, the probes' shapes) (csrc/automata vk_code): the second mask of a key makes them
-    bitsets by token id, the third and later take 64 tokens a word with the pair set's answers
-    for l. Masks asked three times in a row and in every form (ids and bits, bits alone, the
-    count, a list short of room), then after other states of the same keys, are the masks of a
-    fresh automaton (which has kept nothing), and allow exactly the tokens next() takes (it
-    keeps no verdict)."""
+    l's shape, the probes' shapes) (csrc/automata vk_code): a key's first mask leaves its hash,
+    the second notes the verdicts, the third makes them bitsets by token id and, as every later
+    one, takes 64 tokens a word with the pair set's answers for l. Masks asked three times in a
+    row and then in every form (ids and bits, bits alone, the count, a list short of room),
+    after other states of the same keys, are the masks of a fresh automaton (which has kept
+    nothing), and allow exactly the tokens next() takes (it keeps no verdict)."""
     from edgetok._ffi import ffi, lib
 
     enc = edgetok.get_encoding(name)
@@ -671,7 +671,7 @@ def test_canonical_kept_verdicts(name, key):  # type: ignore[no-untyped-def]
     buf = bytearray((a.n_vocab + 7) // 8)
     first: "dict[int, tuple[bytes, object]]" = {}
     for s in states:
-        got = [a.allowed_both(s) for _ in range(3)]  # noted, made bitsets, a word at a time
+        got = [a.allowed_both(s) for _ in range(3)]  # (seen), noted, a word at a time
         assert got[0] == got[1] == got[2], s
         assert a.allowed_into(s, buf) == len(got[0][1]) and bytes(buf) == got[0][0], s
         assert a.allowed_ids(s) == list(got[0][1]), s
@@ -686,6 +686,34 @@ def test_canonical_kept_verdicts(name, key):  # type: ignore[no-untyped-def]
         assert fresh.allowed_both(s) == first[s], s
     s = rng.choice(sorted(first))
     assert list(first[s][1]) == [t for t in range(a.n_vocab) if a.next(s, t) >= 0], s
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_canonical_verdicts_across_l(name):  # type: ignore[no-untyped-def]
+    """States that share a verdict key and differ in l (after "the", each of a dozen words of
+    one space and four lower-case letters, every one a token: same row, l2, digit run and l's
+    shape; the pairs (l, t) differ): each mask, made from the verdicts the earlier ones kept,
+    is a fresh automaton's mask of that state."""
+    enc = edgetok.get_encoding(name)
+    pattern = PATTERNS["lower_words"]
+    the = enc.encode_ordinary("the")
+    words = []
+    for t in range(enc.n_vocab):
+        try:
+            b = enc.decode_single_token_bytes(t)
+        except KeyError:
+            continue
+        if regex.fullmatch(rb" [a-z]{4}", b) and enc.encode_ordinary("the" + b.decode()) == [*the, t]:
+            words.append(t)
+    words = random.Random(4).sample(words, 12)
+    a = enc.regex_automaton(pattern, canonical=True, mask_cache=0)._native
+    for t in words:
+        s = 0  # (the start)
+        for u in [*the, t]:
+            s = a.next(s, u)
+            assert s >= 0
+        fresh = enc.regex_automaton(pattern, canonical=True, mask_cache=0)._native
+        assert a.allowed_both(s) == fresh.allowed_both(s), enc.decode([t])
 
 
 def test_canonical_masks_from_threads():  # type: ignore[no-untyped-def]

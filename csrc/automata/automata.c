@@ -6,7 +6,8 @@
  * bytes the DFA can read (the mask) and the state each leads to: rows of (id, next row),
  * ascending ids. Stepping is a binary search in a row; a mask is a memset and one bit per
  * allowed id. Nothing is allocated after building; any number of threads may use an automaton
- * (canonical ones remember look-ahead answers per entry with relaxed atomic stores of facts).
+ * (canonical ones remember look-ahead answers per entry with relaxed atomic stores of facts,
+ * and keep more per key in slots that one mask holds at a time, given up to other keys).
  *
  * Canonical automata (ET_AUT_CANONICAL) also carry the last two tokens in the state, and the
  * digit run the text ends in (see digit_step; n_d values, 1 where the pretokenizer does not
@@ -45,6 +46,7 @@
 #ifndef AUT_VK
 #define AUT_VK 16u /* verdicts of long rows kept, for as many keys (see vk_code) */
 #endif
+#define AUT_SEEN 256u /* keys of verdicts seen once, remembered by hash (see vk_code) */
 /* The rows whose masks use them, of V tokens' vocabulary: a word of 64 tokens at a time pays
  * where the row holds a 16th of the vocabulary or more. */
 static inline uint32_t vk_row(uint32_t V)
@@ -96,11 +98,13 @@ struct et_automaton {
     uint64_t *vk;     /* AUT_VK slots of 4 x vk_words words: a long row's verdicts for one key
                        * (vk_key) each, by token id (see vk_code) */
     uint8_t *vk_codes; /* AUT_VK slots of vk_longest: the same by entry, as noted (live + 1,
-                        * with the classes' decisions in vk_cst) */
+                        * | entry_cs() << 2 for an entry with no class; the classes' decisions
+                        * in vk_cst) */
     uint8_t *vk_cst;  /* AUT_VK slots of AUT_CLS: the classes' decisions a mask ended with */
-    uint8_t *vk_stage; /* AUT_VK: the key seen once (0), its codes noted (1), its words made (2) */
-    uint64_t *vk_key; /* 3 per slot: the row and digit run, l's shape + 1 (0: none), the
-                       * probes' shapes of l2 and l */
+    uint8_t *vk_stage; /* AUT_VK: the key held (0), its codes noted (1), its words made (2) */
+    uint64_t *vk_key; /* 3 per slot: the row and digit run, l's shape + 1 (~0: no l; 0: no key),
+                       * the probes' shapes of l2 and l */
+    _Atomic uint32_t *vk_seen; /* AUT_SEEN: keys seen once, by hash (a hint: see vk_code) */
     _Atomic uint8_t *vk_busy;  /* AUT_VK: slots taken (by one mask at a time) */
     _Atomic uint32_t *vk_used; /* AUT_VK + 1: as lk_used */
     uint64_t *tinv;   /* AUT_SCRATCH bitsets of vk_words by token id: inv's, one per mask */
@@ -153,6 +157,7 @@ void et_automaton_free(et_automaton *a)
     free((void *)a->lk_used);
     free(a->vk);
     free(a->vk_codes);
+    free((void *)a->vk_seen);
     free(a->vk_cst);
     free(a->vk_stage);
     free(a->vk_key);
@@ -606,7 +611,7 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
         uint32_t longest = 0;
         for (uint32_t r = 0; r < rows; r++)
             if (a->row[r + 1u] - a->row[r] > longest) longest = a->row[r + 1u] - a->row[r];
-        if (longest >= AUT_LONG && (a->ps = et_pairset_of(m)) != NULL) {
+        if (AUT_SCRATCH > 0u && longest >= AUT_LONG && (a->ps = et_pairset_of(m)) != NULL) {
             const size_t words = et_pairset_words(a->ps);
             if (!(a->inv = malloc(AUT_SCRATCH * words * sizeof *a->inv)) ||
                 !(a->busy = malloc(AUT_SCRATCH * sizeof *a->busy)))
@@ -614,12 +619,14 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
             for (unsigned k = 0; k < AUT_SCRATCH; k++) atomic_init(&a->busy[k], 0);
             a->bytes += AUT_SCRATCH * (words * sizeof *a->inv + sizeof *a->busy);
         }
-        if (a->inv && longest >= vk_row(V)) { /* the verdicts of long rows (vk_code) */
+        if (a->inv && longest >= vk_row(V) && /* the verdicts of long rows (vk_code) */
+            ((size_t)V + 63u) / 64u <= SIZE_MAX / (AUT_VK * 4u * sizeof *a->vk)) {
             a->vk_words = ((size_t)V + 63u) / 64u;
             a->vk_longest = longest;
             if (!(a->tinv = malloc(AUT_SCRATCH * a->vk_words * sizeof *a->tinv)) ||
                 !(a->vk = malloc(AUT_VK * 4u * a->vk_words * sizeof *a->vk)) ||
                 !(a->vk_codes = malloc(AUT_VK * (size_t)longest)) ||
+                !(a->vk_seen = malloc(AUT_SEEN * sizeof *a->vk_seen)) ||
                 !(a->vk_cst = malloc(AUT_VK * (size_t)AUT_CLS)) ||
                 !(a->vk_stage = calloc(AUT_VK, 1u)) ||
                 !(a->vk_key = calloc(3u * AUT_VK, sizeof *a->vk_key)) ||
@@ -627,8 +634,10 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
                 !(a->vk_used = malloc((AUT_VK + 1u) * sizeof *a->vk_used)))
                 goto done;
             for (unsigned q = 0; q < AUT_VK; q++) atomic_init(&a->vk_busy[q], 0);
+            for (unsigned q = 0; q < AUT_SEEN; q++) atomic_init(&a->vk_seen[q], 0);
             for (unsigned q = 0; q <= AUT_VK; q++) atomic_init(&a->vk_used[q], 0);
             a->bytes += AUT_SCRATCH * a->vk_words * sizeof *a->tinv +
+                        AUT_SEEN * sizeof *a->vk_seen +
                         AUT_VK * (4u * a->vk_words * sizeof *a->vk + longest + AUT_CLS +
                                   3u * sizeof *a->vk_key + 6u) +
                         4u;
@@ -1306,12 +1315,17 @@ static inline uint64_t *lk_cls(const et_automaton *a, int slot) /* a slot's clas
  * this mask's until it gives it back (busy); *fresh: it holds another key (the caller clears
  * it and sets k). */
 #define AUT_WAYS 16u
+static inline uint64_t key_hash(const uint64_t *k, unsigned nk)
+{
+    uint64_t h = 0;
+    for (unsigned q = 0; q < nk; q++) h = (h ^ k[q]) * 0x9E3779B97F4A7C15ull;
+    return (h ^ h >> 31) * 0xC2B2AE3D27D4EB4Full ^ h >> 29; /* (every bit of every word) */
+}
+
 static int slot_take(_Atomic uint8_t *busy, _Atomic uint32_t *used, const uint64_t *keys,
                      unsigned nk, unsigned n, unsigned ways, const uint64_t *k, int *fresh)
 {
-    uint64_t h64 = 0;
-    for (unsigned q = 0; q < nk; q++) h64 = (h64 ^ k[q]) * 0x9E3779B97F4A7C15ull;
-    const unsigned h = (unsigned)(h64 >> 32) % n & ~(ways - 1u);
+    const unsigned h = (unsigned)(key_hash(k, nk) >> 32) % n & ~(ways - 1u);
     int got[AUT_WAYS], pick = -1;
     for (unsigned p = 0; p < ways; p++) {
         got[p] = !atomic_exchange_explicit(&busy[h + p], 1, memory_order_acquire);
@@ -1538,10 +1552,10 @@ ET_ALWAYS_INLINE static inline int mask_row(const et_automaton *a, const struct 
  * valid pair is taken, VS where it asks mask_entry again; IT and IS the same where the pair is
  * not valid; refused where neither (cs: the entry's class's decision after mask_entry, or its
  * own (entry_cs) where it has no class; plain: it is no odd token, whose pairs the pair set does
- * not answer; live: as mask_entry's). A slot taken for a new key only holds it (most keys of
- * new states are seen once); the next mask of the key asks mask_entry of every entry and notes
- * what it learned (a byte an entry, and the classes' decisions it ended with); the next makes
- * their codes
+ * not answer; live: as mask_entry's). A key's first mask only leaves its hash in vk_seen
+ * (most keys of new states are seen once, and a slot given to one would give up another's
+ * verdicts); the next takes a slot, asks mask_entry of every entry and notes what it learned
+ * (a byte an entry, and the classes' decisions it ended with); the next makes their codes
  * 4 bitsets by token id, and from then on a mask takes a word of 64 tokens at once with the pair
  * set's answers for l by token id (tinv), asks mask_entry only of the tokens marked so, and
  * notes what it learns of them. */
@@ -1688,17 +1702,25 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     const uint64_t vkey[3] = {(uint64_t)c.row << 32 | c.d,
                               c.l == ET_NONE ? ~0ull : (uint64_t)a->shape[(size_t)4u * c.l] + 1u,
                               c.l == ET_NONE ? 0u : (uint64_t)x.s2 << 32 | x.sl};
+    int seen = 0;
     if (a->vk && n_row >= vk_row(a->n_vocab) && n_row <= a->vk_longest &&
-        (c.l == ET_NONE || x.pi) && /* (no l: no pair to test) */
-        (vslot = slot_take(a->vk_busy, a->vk_used, a->vk_key, 3u, AUT_VK, AUT_VK, vkey,
-                           &vfresh)) >= 0) {
+        (c.l == ET_NONE || x.pi)) { /* (no l: no pair to test) */
+        const uint64_t h = key_hash(vkey, 3u);
+        const uint32_t tag = (uint32_t)(h >> 32) | 1u;
+        _Atomic uint32_t *const sp = &a->vk_seen[h % AUT_SEEN];
+        seen = atomic_load_explicit(sp, memory_order_relaxed) == tag;
+        if (!seen) atomic_store_explicit(sp, tag, memory_order_relaxed);
+    }
+    if (seen && (vslot = slot_take(a->vk_busy, a->vk_used, a->vk_key, 3u, AUT_VK, AUT_VK, vkey,
+                                   &vfresh)) >= 0) {
         vk = a->vk + (size_t)vslot * 4u * vw;
         codes = a->vk_codes + (size_t)vslot * a->vk_longest;
-        if (vfresh) { /* a key seen once: its next mask notes the verdicts */
+        if (vfresh) {
             memcpy(a->vk_key + 3u * (unsigned)vslot, vkey, sizeof vkey);
             a->vk_stage[vslot] = 0;
-        } else if (!a->vk_stage[vslot]) {
-            vstage = 1;
+        }
+        if (!a->vk_stage[vslot]) {
+            vstage = 1; /* (noted below) */
         } else if (c.l == ET_NONE ||
                    (pi.made = et_pairset_invalid(pi.ps, c.l, pi.bits) ? 1 : -1) > 0) {
             vstage = 2;

@@ -315,7 +315,7 @@ typedef struct et_automaton et_automaton;
  * every other state must be able to reach acceptance. A token is allowed where the DFA reads
  * all its bytes. ET_AUT_CANONICAL needs pair tables (et_model_pair_tables), a C pretokenizer and states that
  * fit an int64 (else ET_E_ARG). Allocates (ET_E_NOMEM); freed with et_automaton_free. Threads may share *out:
- * canonical ones remember look-ahead answers with atomic stores, nothing else changes. */
+ * canonical ones keep what their masks learn (facts, by key), which changes no answer. */
 int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *accept,
                        uint32_t n, unsigned flags, et_automaton **out);
 void et_automaton_free(et_automaton *a);
