@@ -1298,12 +1298,12 @@ int et_automaton_accepting(const et_automaton *a, int64_t state)
  * shape (pctx_look: the probes are remembered by it, and by AUT_ENDS_APOS, which the shape
  * shows: apostrophes keep their byte; l's bytes are read only by probe(), as the context before
  * t) and on the digit run d: a slot keeps, for one (row, d, l's shape), the entries proven live
- * and proven not, and the classes proven (facts: bits are only set). (Where a->probes is NULL, too many
- * shapes, probe answers are otherwise kept for one mask only: this leans on "texts of the same
- * shape are cut alike" (see shapes) for l's of one shape across masks too.) Returns the slot
- * taken for the key (k1, k2) by this mask until it gives it back (lk_busy), cleared where it
- * held another key: of the key's two places, the one that holds it, else the one taken less
- * recently; -1 where other masks hold both. */
+ * and proven not, and the classes proven (facts: bits are only set). (Where a->probes is
+ * NULL, too many shapes, probe answers are otherwise kept for one mask only: this leans on
+ * "texts of the same shape are cut alike" (see shapes) for l's of one shape across masks too.)
+ * lk_take returns the slot taken for the key (k1, k2) by this mask until it gives it back
+ * (lk_busy), cleared where it held another key (slot_take: of the key's two places); -1 where
+ * other masks hold both. */
 static inline uint64_t *lk_cls(const et_automaton *a, int slot) /* a slot's class bits */
 {
     return a->lk + (size_t)(slot + 1) * a->lk_words - AUT_CLS / 64u;
