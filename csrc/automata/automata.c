@@ -1703,7 +1703,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
                               c.l == ET_NONE ? ~0ull : (uint64_t)a->shape[(size_t)4u * c.l] + 1u,
                               c.l == ET_NONE ? 0u : (uint64_t)x.s2 << 32 | x.sl};
     int seen = 0;
-    if (a->vk && n_row >= vk_row(a->n_vocab) && n_row <= a->vk_longest &&
+    if (a->vk && n_row >= vk_row(a->n_vocab) &&
         (c.l == ET_NONE || x.pi)) { /* (no l: no pair to test) */
         const uint64_t h = key_hash(vkey, 3u);
         const uint32_t tag = (uint32_t)(h >> 32) | 1u;
@@ -1741,15 +1741,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
             }
             if (c.l != ET_NONE) { /* the tokens that are no valid pair after l */
                 tinv = a->tinv + (size_t)slot * vw;
-                memset(tinv, 0, vw * sizeof *tinv);
-                const uint32_t *at = et_pairset_at(pi.ps);
-                const size_t pw = et_pairset_words(pi.ps);
-                for (size_t q = 0; q < pw; q++)
-                    for (uint64_t b = pi.bits[q]; b; b &= b - 1u) {
-                        const size_t p = q * 64u + et_ctz64(b);
-                        if (p >= a->n_vocab) break;
-                        tinv[at[p] >> 6] |= (uint64_t)1 << (at[p] & 63u);
-                    }
+                et_pairset_by_token(pi.ps, pi.bits, tinv);
             }
         }
     }

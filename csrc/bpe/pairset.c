@@ -34,6 +34,7 @@
 #include <stdlib.h>
 
 #include "../model/model.h"
+#include "../unicode/ucd.h"
 
 struct et_pairset {
     uint32_t n;         /* n_vocab */
@@ -273,7 +274,16 @@ const struct et_pairset *et_pairset_of(const et_model *m)
 size_t et_pairset_bytes(const struct et_pairset *ps) { return ps ? ps->bytes : 0u; }
 size_t et_pairset_words(const struct et_pairset *ps) { return ((size_t)ps->n + 63u) / 64u; }
 const uint32_t *et_pairset_pos(const struct et_pairset *ps) { return ps->pos; }
-const uint32_t *et_pairset_at(const struct et_pairset *ps) { return ps->at; }
+void et_pairset_by_token(const struct et_pairset *ps, const uint64_t *bits, uint64_t *out)
+{
+    memset(out, 0, et_pairset_words(ps) * sizeof *out);
+    for (size_t q = 0; q < et_pairset_words(ps); q++)
+        for (uint64_t b = bits[q]; b; b &= b - 1u) {
+            const size_t p = q * 64u + et_ctz64(b);
+            if (p >= ps->n) break; /* (a lone l sets the last word whole) */
+            out[ps->at[p] >> 6] |= (uint64_t)1 << (ps->at[p] & 63u);
+        }
+}
 
 size_t et_pairset_cost(const struct et_pairset *ps, uint32_t l)
 {

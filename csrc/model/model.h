@@ -167,11 +167,11 @@ struct et_pairset;
 const struct et_pairset *et_pairset_of(const struct et_model *m);
 void et_pairset_free(struct et_pairset *ps);
 size_t et_pairset_bytes(const struct et_pairset *ps);
-/* Words of a bitset of the pair set (n_vocab bits), each token's bit in it, and the token of
- * each bit. */
+/* Words of a bitset of the pair set (n_vocab bits), and each token's bit in it. */
 size_t et_pairset_words(const struct et_pairset *ps);
 const uint32_t *et_pairset_pos(const struct et_pairset *ps);
-const uint32_t *et_pairset_at(const struct et_pairset *ps);
+/* out (et_pairset_words) := bits (in the pair set's order) by token id: bit t for token t. */
+void et_pairset_by_token(const struct et_pairset *ps, const uint64_t *bits, uint64_t *out);
 /* What et_pairset_invalid(ps, l, ...) costs: the ranges it fills (one a token c that extends a
  * token of l's right spine below its parent there). */
 size_t et_pairset_cost(const struct et_pairset *ps, uint32_t l);
