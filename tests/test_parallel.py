@@ -214,6 +214,49 @@ def test_ascii_text_read_in_place(enc, ref, corpora):  # type: ignore[no-untyped
         assert enc.count(text) == len(ref.encode_ordinary(str(text)))
 
 
+# characters of every UTF-8 width (1-4 bytes), the ends of the 2- and 3-byte ranges, and lone
+# surrogates (no UTF-8: the caller's path replaces them as tiktoken does)
+_WIDTHS = ["a", " ", "\x7f", "\x80", "\u00e9", "\u07ff", "\u0800", "\u2019", "\u4e2d", "\ud7ff",
+           "\ue000", "\uffff", "\U00010000", "\U0001f600", "\U0010ffff", "\ud800", "\udfff"]
+
+
+@given(st.lists(st.lists(st.one_of(st.sampled_from(_WIDTHS),
+                                   st.builds(lambda n: "ab c"[n % 4] * n, st.integers(1, 40))),
+                         max_size=40).map("".join), min_size=1, max_size=12))
+@settings(max_examples=200, deadline=None)
+def test_batch_utf8_of_every_width(enc, ref, docs):  # type: ignore[no-untyped-def]
+    """A document that is not an ASCII str of 256+ characters is made UTF-8 by the main thread
+    from its code points (_ids.c utf8_doc: ASCII runs 16 or 8 characters at a time, the rest
+    one by one): ASCII runs of every length around those blocks, next to characters of every
+    width, give tiktoken's ids and their bytes are the document's UTF-8, on one and two
+    threads (the second fresh copies: no str here holds a UTF-8 copy of its own)."""
+    from unittest import mock
+
+    docs += [d * 20 for d in docs[:2]]  # (long ones too: 256+ characters, not ASCII)
+    want = ref.encode_ordinary_batch(docs)
+    for n in (1, 2):
+        fresh = [d.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass") for d in docs]
+        with mock.patch.object(parallel, "JOB_MIN_CHARS", 1), \
+                mock.patch.object(parallel, "CHUNK_CHARS", 50):
+            got = enc.encode_ordinary_batch(fresh, num_threads=n)
+            assert enc.count_batch(fresh, num_threads=n) == [len(w) for w in want]
+        assert got == want
+        for d, ids in zip(docs, got):
+            if not any("\ud800" <= c <= "\udfff" for c in d):
+                assert enc.decode_bytes(ids) == d.encode()
+
+
+def test_batch_document_over_a_million_characters(enc, ref, corpora):  # type: ignore[no-untyped-def]
+    """A document of more than 2**20 characters that is not ASCII is encoded by CPython as
+    before (its code points would take 4 bytes each: _ids.c UTF8_MAX), next to short ones."""
+    multi = corpora["multilingual"]
+    big = (multi * (2_200_000 // len(multi) + 1))[:1_100_000]
+    docs = [multi[:3000], big, "\u2019" * 5]
+    want = [len(ref.encode_ordinary(d)) for d in docs]
+    assert enc.count_batch(docs, num_threads=2) == want
+    assert enc.encode_ordinary_batch(docs[1:2])[0] == enc.encode_ordinary(big)
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
 def test_fork_after_use(enc, small_shards):  # type: ignore[no-untyped-def]
     docs = [f"hello world {i} " * 300 for i in range(200)]
