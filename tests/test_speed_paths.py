@@ -269,8 +269,30 @@ def test_one_call_paths(enc, ref, corpora):  # type: ignore[no-untyped-def]
     assert m.encode_text("a <|endoftext|>", heads) is None  # a special token's head: not here
     assert m.count_text("a <|endoftext|>", heads) is None
     assert m.encode_text("x\ud800", heads) is None  # lone surrogate: the general path
+    assert m.encode_text("x" * 3000 + "\ud800", heads) is None  # (a long one too)
     assert m.encode(bytearray(b"hello world"))[0] == ref.encode("hello world")
     assert m.encode("a b c".encode(), final=False) == (ref.encode("a b"), 3)
+
+
+def test_long_text_utf8_kept_with_the_str(enc, ref, corpora):  # type: ignore[no-untyped-def]
+    """A long str (2,048 characters or more) is read through the UTF-8 copy CPython keeps with
+    it (_ids.c one: PyUnicode_AsUTF8AndSize, as tiktoken and the Rust peers read a str): the
+    first call makes it, later calls on the same str read it; the ids are tiktoken's every time,
+    for text of every UTF-8 width, and a long text with a lone surrogate is left to the general
+    path, which replaces it as tiktoken does."""
+    enc.count("a workspace for this thread")  # (without one, the general path)
+    multi = corpora["multilingual"]
+    texts = [multi[:30000], ("caf\u00e9 " * 600), "\U0001f600\u4e2d" * 1500,
+             multi[:5000] + "\udfff" + multi[5000:9000]]
+    for i, text in enumerate(texts):
+        want = ref.encode_ordinary(text)  # (tiktoken keeps a UTF-8 copy with this str)
+        text = text.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")  # (fresh)
+        size = sys.getsizeof(text)  # (CPython counts the UTF-8 copy in, once made)
+        assert enc.count(text) == len(want)
+        assert (sys.getsizeof(text) > size) == (i < 3), i  # (none for lone surrogates)
+        for _ in range(2):
+            assert enc.encode_ordinary(text) == want
+            assert enc.count(text) == len(want)
 
 
 def test_piece_cache_grows_for_long_varied_text(enc, ref):  # type: ignore[no-untyped-def]
