@@ -76,6 +76,7 @@ size_t et_ws_need(const et_ws *ws);                  /* piece size after ET_E_WO
 size_t et_ws_size_slots(size_t max_piece, size_t slots);  /* with `slots` piece-cache slots */
 et_ws *et_ws_init_slots(const et_model *m, void *mem, size_t size, size_t slots);
 size_t et_ws_slots(const et_ws *ws);
+size_t et_ws_take(et_ws *to, const et_ws *from);     /* a grown workspace keeps the cache */
 size_t et_ws_evictions(const et_ws *ws);             /* in the last call */
 int et_encode(et_ws *ws, const char *text, size_t len, unsigned flags,
               uint32_t *out, size_t cap, size_t *n_out, size_t *consumed);

@@ -278,6 +278,8 @@ class Model:
             ws = lib.et_ws_init_slots(self._h, mem, size, n_slots)
             if ws == ffi.NULL:
                 raise MemoryError("cannot lay out an edgetok workspace")
+            if s.ws != ffi.NULL:  # what the old one learned (its memory goes below)
+                lib.et_ws_take(ws, s.ws)
             s.ws, s.ws_mem, s.ws_piece, s.ws_slots = ws, mem, want, n_slots
             s.ws_addr = int(ffi.cast("uintptr_t", ws))
         return s.ws

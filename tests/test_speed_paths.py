@@ -389,6 +389,81 @@ def test_piece_cache_grows_on_a_first_call_and_for_batches(enc, ref):  # type: i
     assert seen == ["count", "encode", "batch"]
 
 
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_grown_workspace_keeps_the_cache(name, corpora):  # type: ignore[no-untyped-def]
+    """et_ws_take: a workspace laid out anew takes the pieces the old one cached (short, long
+    and huge ones): all of them where it has more slots (a larger cache puts each old set's
+    pieces in sets of their own), some where it has fewer; and what it took is exact: the ids
+    and counts with it are tiktoken's, on the texts that filled the old one and on others. A
+    workspace grown by the binding (Model._ws) takes its old one's pieces the same way."""
+    import random
+    import threading
+
+    import edgetok
+    import reference
+    from edgetok._native import ffi, lib
+
+    enc = edgetok.get_encoding(name)
+    ref = reference.tiktoken_encoding(name)
+    h = enc.model._h
+    kept: list[object] = []
+
+    def ws(slots: int, piece: int = 1 << 13):  # type: ignore[no-untyped-def]
+        size = lib.et_ws_size_slots(piece, slots)
+        mem = ffi.new("uint64_t[]", (size + 7) // 8)
+        kept.append(mem)
+        w = lib.et_ws_init_slots(h, mem, size, slots)
+        assert w != ffi.NULL
+        return w
+
+    def check(w, text: str) -> None:  # type: ignore[no-untyped-def]
+        data = text.encode()
+        want = ref.encode_ordinary(text)
+        out = ffi.new("uint32_t[]", len(data) + 1)
+        res = ffi.new("size_t[2]")
+        assert lib.et_encode(w, data, len(data), lib.ET_FINAL, out, len(data) + 1, res,
+                             res + 1) == 0
+        assert list(out[0:res[0]]) == want
+        assert lib.et_count(w, data, len(data), lib.ET_FINAL, res, res + 1) == 0
+        assert res[0] == len(want)
+
+    rnd = random.Random(23)
+    words = [" " + "".join(rnd.choice("abcdefghijklmnopqrstuvwxyzéß") for _ in range(rnd.randrange(3, 14)))
+             for _ in range(30000)]
+    texts = ["".join(words), corpora["multilingual"], "-" * 40 + " " + "=" * 90 + "\n" + "ab" * 70,
+             corpora["code"][:50000]]  # (runs of dashes: the huge slots)
+    old = ws(16384)
+    for t in texts:
+        check(old, t)
+    big = ws(32768)
+    n = lib.et_ws_take(big, old)
+    assert n > 12000  # (most of 16384 short slots, 4096 long ones and 512 huge ones)
+    assert lib.et_ws_take(ws(32768), ws(16384)) == 0  # (an empty cache: nothing)
+    bigger = ws(65536, 1 << 16)  # (and room for longer pieces)
+    assert lib.et_ws_take(bigger, big) == n  # nothing lost when it grows
+    small = ws(16384)
+    assert 0 < lib.et_ws_take(small, bigger) <= n
+    assert lib.et_ws_take(small, small) == ffi.cast("size_t", -1)  # (bad arguments)
+    for w in (big, bigger, small):
+        for t in texts + [corpora["english"], "é" * 999 + "中文" * 300, "".join(words[::-1])]:
+            check(w, t)
+
+    def binding() -> None:  # a thread of its own: its workspace grows, pieces kept
+        s = enc.model._scratch
+        enc.model.encode(texts[0].encode())
+        before = s.ws
+        enc.model._grow(len(texts[0]) * 8)
+        assert s.ws != before
+        assert lib.et_ws_take(ws(s.ws_slots), s.ws) >= n // 2
+        check(s.ws, texts[0])
+        kept.append("binding")
+
+    t = threading.Thread(target=binding)
+    t.start()
+    t.join()
+    assert kept[-1] == "binding"
+
+
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "r50k_base"])
 def test_long_pieces_cached(name):  # type: ignore[no-untyped-def]
     """Pieces of 33-256 bytes (their own cache, keyed by a hash and taken only where the ids

@@ -982,6 +982,58 @@ WHOLE_LOOP(whole_llama3, ET_PRETOK_LLAMA3, out)
 WHOLE_LOOP(count_cl100k, ET_PRETOK_CL100K, NULL)
 WHOLE_LOOP(count_o200k, ET_PRETOK_O200K, NULL)
 
+/* Puts a set's slot first (the set's others one place back, its last one's piece gone). */
+#define SET_PUT(type, set, ways, slot)                                                         \
+    do {                                                                                       \
+        for (unsigned b_ = (ways) - 1; b_ > 0; b_--) (set)[b_] = (set)[b_ - 1];                \
+        (set)[0] = (slot);                                                                     \
+    } while (0)
+
+size_t et_ws_take(et_ws *to, const et_ws *from)
+{
+    if (!to || !from || to == from || to->m != from->m) return SIZE_MAX;
+    if (to->m->kind != ET_KIND_BPE) return 0; /* (their caches are laid out otherwise) */
+    size_t kept = 0;
+    /* each set's slots from its last to its first, so that the first stays first */
+    for (size_t i = 0; i <= from->piece_mask; i += 2)
+        for (unsigned w = 2; w-- > 0;) {
+            const struct piece_slot *s = &from->pieces[i + w];
+            const size_t plen = s->info & 0xFFu;
+            if (!s->info) continue;
+            struct piece_slot *set = short_set(to->pieces, to->piece_mask, s->key[0], s->key[1],
+                                               plen);
+            if (short_is(set, s->key[0], s->key[1], plen) ||
+                short_is(set + 1, s->key[0], s->key[1], plen))
+                continue;
+            kept += !set[1].info;
+            SET_PUT(struct piece_slot, set, 2u, *s);
+        }
+    for (size_t i = 0; i < from->long_mask + LONG_WAYS; i += LONG_WAYS)
+        for (unsigned w = LONG_WAYS; w-- > 0;) {
+            const struct long_slot *s = &from->longs[i + w];
+            if (!s->info) continue;
+            struct long_slot *set = long_set(to, s->key, s->info & 0xFFu);
+            if (long_find(set, s->key, s->info & 0xFFu, LONG_WAYS)) continue;
+            kept += !set[LONG_WAYS - 1u].info;
+            SET_PUT(struct long_slot, set, LONG_WAYS, *s);
+        }
+    for (size_t i = 0; i < from->huge_mask + LONG_WAYS; i += LONG_WAYS)
+        for (unsigned w = LONG_WAYS; w-- > 0;) {
+            const struct huge_slot *s = &from->huge[i + w];
+            if (!s->info) continue;
+            struct huge_slot *set = &to->huge[(s->hash >> 40) & to->huge_mask];
+            unsigned k = 0;
+            while (k < LONG_WAYS && !(set[k].hash == s->hash && set[k].info == s->info &&
+                                      !memcmp(set[k].ids, s->ids, sizeof s->ids)))
+                k++;
+            if (k < LONG_WAYS) continue;
+            kept += !set[LONG_WAYS - 1u].info;
+            SET_PUT(struct huge_slot, set, LONG_WAYS, *s);
+        }
+    memcpy(to->pairs, from->pairs, sizeof to->pairs);
+    return kept;
+}
+
 /* BPE's encode loop, behind the public functions (csrc/encode). Encoding or counting whole
  * text with a built-in pretokenizer and a model that drops no bytes (ET_FLAG_GAPS) has a copy
  * of the loop each (a function each: see WHOLE_LOOP): the pretokenizer inlined with no

@@ -29,6 +29,7 @@
 static et_model *models[MAX_MODELS];
 static et_ws *warm[MAX_MODELS];
 static size_t n_models;
+static unsigned long n_inputs;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -336,5 +337,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         unigram_checks(&warm[pick], &fresh, m, data, size);
     if (et_model_kind(m) == ET_MODEL_WORDPIECE) wordpiece_checks(&warm[pick], m, data, size, par);
     free(fresh);
+    /* every 64th input: the warm workspace laid out anew with the other cache size (16384 <->
+     * 32768 slots), taking the old one's pieces (et_ws_take): "warm == fresh" checks them */
+    if (++n_inputs % 64u == 0) {
+        const size_t slots = et_ws_slots(warm[pick]) == 16384u ? 32768u : 16384u;
+        const size_t wsize = et_ws_size_slots(MAX_TEXT + 16, slots);
+        et_ws *grown = et_ws_init_slots(m, fz_alloc(wsize), wsize, slots);
+        CHECK(grown != NULL);
+        et_ws *copy = fz_ws(m, 16); /* (16384 slots: a copy of one that size holds them all) */
+        const size_t had = et_ws_take(copy, warm[pick]), took = et_ws_take(grown, warm[pick]);
+        free(copy);
+        CHECK(took != SIZE_MAX && (slots == 16384u || took == had));
+        free(warm[pick]);
+        warm[pick] = grown;
+    }
     return 0;
 }

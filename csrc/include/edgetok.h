@@ -135,8 +135,8 @@ typedef struct et_ws et_ws;
 /* Bytes a workspace needs to encode pieces of up to max_piece bytes (BPE models: any text
  * whose pieces are all that short; the whole text length is always enough). SentencePiece
  * models may need more than the text's length (normalising expands it): after ET_E_WORKSPACE,
- * take et_ws_size(et_ws_need()) bytes. Every workspace holds a cache of piece ids, 672 KB by
- * default (et_ws_size(0) is about 730 KB; see et_ws_size_slots): keep one per thread and
+ * take et_ws_size(et_ws_need()) bytes. Every workspace holds a cache of piece ids, 832 KB by
+ * default (et_ws_size(0) is about 910 KB; see et_ws_size_slots): keep one per thread and
  * reuse it. */
 size_t et_ws_size(size_t max_piece);
 
@@ -145,13 +145,19 @@ size_t et_ws_size(size_t max_piece);
 et_ws *et_ws_init(const et_model *m, void *mem, size_t size);
 
 /* The same for a workspace whose piece cache has `slots` short slots (a power of two from
- * 16384, the default, to 1 << 20), slots / 8 long ones and slots / 64 for pieces of 33 to
- * 256 bytes: 42 bytes a slot (16384: 672 KB).
+ * 16384, the default, to 1 << 20), slots / 4 long ones and slots / 32 for pieces of 33 to
+ * 256 bytes: 52 bytes a slot (16384: 832 KB).
  * More slots pay where one text has more distinct pieces than the default holds (a few MB of
  * varied text encoded again and again). et_ws_size_slots returns SIZE_MAX and
  * et_ws_init_slots NULL for another slots. */
 size_t et_ws_size_slots(size_t max_piece, size_t slots);
 et_ws *et_ws_init_slots(const et_model *m, void *mem, size_t size, size_t slots);
+
+/* Puts what workspace `from` learned (its cached pieces) in `to`, a workspace for the same
+ * model laid out since (a larger cache, or for longer pieces), before from's memory is let go:
+ * a grown workspace goes on hitting where the old one did. Returns how many pieces `to` holds
+ * more (0 for models other than BPE), or SIZE_MAX for bad arguments. */
+size_t et_ws_take(et_ws *to, const et_ws *from);
 
 /* A workspace's short slots; and how many pieces a BPE model's last call with it (et_encode,
  * et_count, ...) put in its cache in place of another: where that is a large part of a long
