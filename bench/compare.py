@@ -4,8 +4,8 @@ checked for ids identical to tiktoken's before it is timed, on English prose, co
 multilingual text and (where /usr/share/man has translations) ~3 MB of translated man pages:
 
 - repeated text: each contender encodes the same text again and again, interleaved in rounds
-- text never seen before: a fresh process per contender encodes all the texts once, in 256 KB
-  parts; best of 3 such processes, contenders interleaved (--no-unseen to skip)
+- text never seen before: for each text, a fresh process per contender encodes it once, in
+  256 KB parts; best of 3 such processes, contenders interleaved (--no-unseen to skip)
 - cold start (load + encode 1 KB in a fresh interpreter, best of 5) and its peak RSS
 - the Peek2 pretokenizer vs the `regex` module
 
@@ -144,26 +144,27 @@ def main() -> None:
                          "vs_regex": times["regex pretok"] / sec})
     unseen = []
     if not args.no_unseen:
-        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-            f.write("".join(corpora.values()))
-        size = os.path.getsize(f.name)
-        try:
-            secs: dict[str, float] = {}
-            for _ in range(UNSEEN_ROUNDS):  # contenders interleaved, the best of each kept
-                for name in fns:
-                    p = subprocess.run([sys.executable, __file__, "--unseen-worker", name, f.name],
-                                       capture_output=True, text=True)
-                    if p.returncode:
-                        notes.append(f"unseen {name}: {p.stderr.strip()[-200:]}")
-                        continue
-                    sec = json.loads(p.stdout.splitlines()[-1])["seconds"]
-                    secs[name] = min(sec, secs.get(name, sec))
-        finally:
-            os.unlink(f.name)
-        for name, sec in secs.items():
-            unseen.append({"what": name, "MB_s": size / sec / 1e6,
-                           "vs_tiktoken": secs["tiktoken"] / sec if "tiktoken" in secs else None,
-                           "vs_fastokens": secs["fastokens"] / sec if "fastokens" in secs else None})
+        for kind, text in corpora.items():
+            with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+                f.write(text)
+            size = os.path.getsize(f.name)
+            try:
+                secs: dict[str, float] = {}
+                for _ in range(UNSEEN_ROUNDS):  # contenders interleaved, the best of each kept
+                    for name in fns:
+                        p = subprocess.run([sys.executable, __file__, "--unseen-worker", name,
+                                            f.name], capture_output=True, text=True)
+                        if p.returncode:
+                            notes.append(f"unseen {kind} {name}: {p.stderr.strip()[-200:]}")
+                            continue
+                        sec = json.loads(p.stdout.splitlines()[-1])["seconds"]
+                        secs[name] = min(sec, secs.get(name, sec))
+            finally:
+                os.unlink(f.name)
+            for name, sec in secs.items():
+                unseen.append({"text": kind, "what": name, "MB_s": size / sec / 1e6,
+                               "vs_tiktoken": secs["tiktoken"] / sec if "tiktoken" in secs else None,
+                               "vs_fastokens": secs["fastokens"] / sec if "fastokens" in secs else None})
     startup = []
     if not args.no_startup:
         t_pass = min(cold_pass() for _ in range(5))
@@ -186,12 +187,12 @@ def main() -> None:
             fo = f"{r['vs_fastokens']:>12.2f}x" if r["vs_fastokens"] else ""
             print(f"{r['text']:<14}{r['what']:<26}{r['MB_s']:>8.1f}{r['vs_tiktoken']:>11.2f}x{fo}")
     if unseen:
-        print(f"\ntext never seen before (fresh process, all texts once in 256 KB parts; best of "
+        print(f"\ntext never seen before (fresh process, each text once in 256 KB parts; best of "
               f"{UNSEEN_ROUNDS})")
         for r in unseen:
             tk = f"{r['vs_tiktoken']:>11.2f}x" if r["vs_tiktoken"] else ""
             fo = f"{r['vs_fastokens']:>12.2f}x" if r["vs_fastokens"] else ""
-            print(f"{'':<14}{r['what']:<26}{r['MB_s']:>8.1f}{tk}{fo}")
+            print(f"{r['text']:<14}{r['what']:<26}{r['MB_s']:>8.1f}{tk}{fo}")
     if startup:
         print("\ncold start: load + encode 1 KB in a fresh interpreter (best of 5), peak RSS")
         for r in startup:
