@@ -982,18 +982,12 @@ WHOLE_LOOP(whole_llama3, ET_PRETOK_LLAMA3, out)
 WHOLE_LOOP(count_cl100k, ET_PRETOK_CL100K, NULL)
 WHOLE_LOOP(count_o200k, ET_PRETOK_O200K, NULL)
 
-/* Puts a set's slot first (the set's others one place back, its last one's piece gone). */
-#define SET_PUT(type, set, ways, slot)                                                         \
-    do {                                                                                       \
-        for (unsigned b_ = (ways) - 1; b_ > 0; b_--) (set)[b_] = (set)[b_ - 1];                \
-        (set)[0] = (slot);                                                                     \
-    } while (0)
-
 size_t et_ws_take(et_ws *to, const et_ws *from)
 {
     if (!to || !from || to == from || to->m != from->m) return SIZE_MAX;
     if (to->m->kind != ET_KIND_BPE) return 0; /* (their caches are laid out otherwise) */
-    size_t kept = 0;
+    const size_t evicted = to->evictions; /* (SET_PUSH counts what the moves put out) */
+    size_t moved = 0;
     /* each set's slots from its last to its first, so that the first stays first */
     for (size_t i = 0; i <= from->piece_mask; i += 2)
         for (unsigned w = 2; w-- > 0;) {
@@ -1005,8 +999,9 @@ size_t et_ws_take(et_ws *to, const et_ws *from)
             if (short_is(set, s->key[0], s->key[1], plen) ||
                 short_is(set + 1, s->key[0], s->key[1], plen))
                 continue;
-            kept += !set[1].info;
-            SET_PUT(struct piece_slot, set, 2u, *s);
+            SET_PUSH(to, struct piece_slot, set, 2u);
+            set[0] = *s;
+            moved++;
         }
     for (size_t i = 0; i < from->long_mask + LONG_WAYS; i += LONG_WAYS)
         for (unsigned w = LONG_WAYS; w-- > 0;) {
@@ -1014,8 +1009,9 @@ size_t et_ws_take(et_ws *to, const et_ws *from)
             if (!s->info) continue;
             struct long_slot *set = long_set(to, s->key, s->info & 0xFFu);
             if (long_find(set, s->key, s->info & 0xFFu, LONG_WAYS)) continue;
-            kept += !set[LONG_WAYS - 1u].info;
-            SET_PUT(struct long_slot, set, LONG_WAYS, *s);
+            SET_PUSH(to, struct long_slot, set, LONG_WAYS);
+            set[0] = *s;
+            moved++;
         }
     for (size_t i = 0; i < from->huge_mask + LONG_WAYS; i += LONG_WAYS)
         for (unsigned w = LONG_WAYS; w-- > 0;) {
@@ -1027,10 +1023,13 @@ size_t et_ws_take(et_ws *to, const et_ws *from)
                                       !memcmp(set[k].ids, s->ids, sizeof s->ids)))
                 k++;
             if (k < LONG_WAYS) continue;
-            kept += !set[LONG_WAYS - 1u].info;
-            SET_PUT(struct huge_slot, set, LONG_WAYS, *s);
+            SET_PUSH(to, struct huge_slot, set, LONG_WAYS);
+            set[0] = *s;
+            moved++;
         }
     memcpy(to->pairs, from->pairs, sizeof to->pairs);
+    const size_t kept = moved - (to->evictions - evicted);
+    to->evictions = evicted;
     return kept;
 }
 
