@@ -73,6 +73,21 @@ _GROW_TEXT = 1 << 16
 _GROW_EVICT = 1024
 # scratch memory the C core writes before it reads: not cleared, so pages never used cost nothing
 _scratch_new = ffi.new_allocator(should_clear_after_alloc=False)
+# Scratch of _HUGE_MIN bytes or more (a grown workspace, long texts' ids and ends) is mapped in
+# 2 MB pages where Linux gives them (MADV_HUGEPAGE): its first use faults one page per 2 MB, not
+# 512. Measured on a 2-core KVM VM: a grown 1.7 MB workspace's first use 0.73-0.85 ms -> ~0.1,
+# 14 MB 5.2-5.7 -> 0.65-0.8 ms. The last page is whole (at most 2 MB - 1 byte more resident).
+_HUGE_MIN = 3 << 19
+_huge_new = ffi.new_allocator(lib.scratch_huge, lib.scratch_free, should_clear_after_alloc=False)
+
+
+def _scratch(ctype: str, n: int) -> Any:
+    """A new array `ctype` of n items (e.g. "uint32_t[]"), not cleared (see _scratch_new)."""
+    if n * ffi.sizeof(ctype[:-2]) < _HUGE_MIN:
+        return _scratch_new(ctype, n)
+    return _huge_new(ctype, n)
+
+
 _KEEP_OUT = 1 << 22  # id buffers larger than this are not kept between calls
 
 
@@ -274,7 +289,7 @@ class Model:
             want = max(piece, _DEFAULT_PIECE, s.ws_piece * 2 if piece else s.ws_piece)
             n_slots = max(slots, s.ws_slots, _DEFAULT_SLOTS)
             size = lib.et_ws_size_slots(want, n_slots)
-            mem = _scratch_new("uint64_t[]", (size + 7) // 8)
+            mem = _scratch("uint64_t[]", (size + 7) // 8)
             ws = lib.et_ws_init_slots(self._h, mem, size, n_slots)
             if ws == ffi.NULL:
                 raise MemoryError("cannot lay out an edgetok workspace")
@@ -303,7 +318,7 @@ class Model:
         s = self._scratch
         if s.out_cap < n:
             s.out_cap = max(n, 1024, s.out_cap * 2)
-            s.out = _scratch_new("uint32_t[]", s.out_cap)
+            s.out = _scratch("uint32_t[]", s.out_cap)
             s.out_addr = int(ffi.cast("uintptr_t", s.out))
         return s.out
 
@@ -617,7 +632,7 @@ class Model:
         of what the C core wrote (a list would cost a Python int object per piece, more time
         than finding the pieces, and 4-8x the memory)."""
         self._bpe_only("pretokenizing")
-        ends = _scratch_new("size_t[]", max(len(data), 1))
+        ends = _scratch("size_t[]", max(len(data), 1))
         res = ffi.new("size_t[2]")
         check(lib.et_pretokenize(self._h, data, len(data), FINAL, ends, len(data), res, res + 1),
               "pretokenize")

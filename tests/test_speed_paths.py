@@ -464,6 +464,24 @@ def test_grown_workspace_keeps_the_cache(name, corpora):  # type: ignore[no-unty
     assert kept[-1] == "binding"
 
 
+def test_large_scratch_whole_and_aligned() -> None:
+    """Scratch arrays of _HUGE_MIN bytes or more (grown workspaces, long texts' ids) come from
+    the binding's scratch_huge: all n items there and writable at both ends, 2 MB-aligned (so
+    that the kernel can back them with 2 MB pages); smaller ones from malloc, as before."""
+    from edgetok import _ffi
+    from edgetok._native import ffi
+
+    for ctype, n in (("uint32_t[]", 1000), ("uint32_t[]", _ffi._HUGE_MIN // 4 - 1),
+                     ("uint32_t[]", _ffi._HUGE_MIN // 4), ("size_t[]", 3 << 18),
+                     ("uint64_t[]", (5 << 20) // 8 + 3)):
+        a = _ffi._scratch(ctype, n)
+        assert len(a) == n
+        a[0], a[n - 1] = 7, 9
+        assert (a[0], a[n - 1]) == (7, 9)
+        if n * ffi.sizeof(ctype[:-2]) >= _ffi._HUGE_MIN:
+            assert int(ffi.cast("uintptr_t", a)) % (1 << 21) == 0
+
+
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "r50k_base"])
 def test_long_pieces_cached(name):  # type: ignore[no-untyped-def]
     """Pieces of 33-256 bytes (their own cache, keyed by a hash and taken only where the ids
