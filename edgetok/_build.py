@@ -135,10 +135,11 @@ void scratch_free(void *p);
 # with MADV_HUGEPAGE): a first use faults one page per 2 MB instead of 512 (_ffi._scratch says
 # when and what it measured). Not cleared; freed with scratch_free.
 SCRATCH = r"""
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #define SCRATCH_PAGE ((size_t)1 << 21)
-void *scratch_huge(size_t n)
+static void *scratch_huge(size_t n)
 {
     void *p = NULL;
     if (n > SIZE_MAX - SCRATCH_PAGE) return NULL;
@@ -149,7 +150,7 @@ void *scratch_huge(size_t n)
 #endif
     return p;
 }
-void scratch_free(void *p) { free(p); }
+static void scratch_free(void *p) { free(p); }
 """
 
 ffibuilder = FFI()
