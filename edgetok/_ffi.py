@@ -73,10 +73,11 @@ _GROW_TEXT = 1 << 16
 _GROW_EVICT = 1024
 # scratch memory the C core writes before it reads: not cleared, so pages never used cost nothing
 _scratch_new = ffi.new_allocator(should_clear_after_alloc=False)
-# Scratch of _HUGE_MIN bytes or more (a grown workspace, long texts' ids and ends) is mapped in
-# 2 MB pages where Linux gives them (MADV_HUGEPAGE): its first use faults one page per 2 MB, not
-# 512. Measured on a 2-core KVM VM: a grown 1.7 MB workspace's first use 0.73-0.85 ms -> ~0.1,
-# 14 MB 5.2-5.7 -> 0.65-0.8 ms. The last page is whole (at most 2 MB - 1 byte more resident).
+# Scratch of _HUGE_MIN bytes or more (a grown workspace, long texts' ids and ends) comes from
+# scratch_huge (_build.py): 2 MB-aligned, in 2 MB pages where Linux gives them, so its first use
+# faults once per 2 MB, not 512 times. Measured on a 2-core KVM VM: growing the cache to 1.7 MB
+# (allocation, layout, et_ws_take) 0.73-0.85 -> 0.19-0.21 ms; 14 MB touched 5.2-5.7 -> 0.65-0.8
+# ms. Its last page is whole (at most 2 MB - 1 byte more resident).
 _HUGE_MIN = 3 << 19
 _huge_new = ffi.new_allocator(lib.scratch_huge, lib.scratch_free, should_clear_after_alloc=False)
 
