@@ -201,7 +201,7 @@ static int ends_apos(const uint8_t *p, size_t n)
     return (n >= 1u && p[n - 1u] == '\'') || (n >= 2u && p[n - 2u] == '\'');
 }
 
-struct shape_slot { const uint8_t *p; uint32_t n, id; };
+struct shape_slot { const uint8_t *p; uint32_t n, id; uint64_t h; };
 struct shape_map {
     struct shape_slot *tab;
     size_t cap;
@@ -221,14 +221,30 @@ static inline uint8_t shape_at(const struct shape_map *sm, const uint8_t *p, uin
     return sm->byte[shape_named(p, i, first)][p[i]];
 }
 
-/* The shape of p[0..n) in out[0..n): ASCII bytes by shape_at; a character beyond ASCII, unless
- * named (kept), by its classes for the pretokenizers (et_ucd_bits: \p{L}, \p{N}, \s, o200k's
- * two letter sets, \p{M}) and its length: 0xF6 + length, 0x80 | bits, 0xBF..., bytes that no
- * UTF-8 holds. Returns 1 (every byte by shape_at, as for ASCII) when p is not UTF-8. */
+/* Runs. The same patterns tell a run of three or more letters of one case, ASCII punctuation
+ * marks, spaces, tabs or newlines from a run of two of them in no cut: the cuts in a run of
+ * these are at its ends, and before its last character (white space before a non-space), and a
+ * piece never takes part of such a run unless the run's first character (` ?`, a mark before
+ * letters) or its last. So a shape keeps two of such a run, the first and last of its shape
+ * bytes, and shapes of texts that differ only in these runs' lengths are one
+ * (tests/test_automata.py checks it with the `regex` module: a text and its runs shortened are
+ * cut alike, token by token). Digits are not shortened (groups of three), nor named letters. */
+static inline int shape_run(uint8_t c)
+{
+    return c == 'a' || c == 'A' || c == '!' || c == ' ' || c == '\t' || c == '\n';
+}
+
+/* The shape of p[0..n) in out (at most n bytes; *len: how many): ASCII bytes by shape_at; a
+ * character beyond ASCII, unless named (kept), by its classes for the pretokenizers
+ * (et_ucd_bits: \p{L}, \p{N}, \s, o200k's two letter sets, \p{M}) and its length: 0xF6 +
+ * length, 0x80 | bits, 0xBF..., bytes that no UTF-8 holds; then runs of three or more of a
+ * shape_run byte kept as two. Returns 1 (every byte by shape_at, as for ASCII, no run
+ * shortened) when p is not UTF-8. */
 static int shape_str(const struct shape_map *sm, const uint8_t *p, uint32_t n, int first,
-                     uint8_t *out)
+                     uint8_t *out, uint32_t *len)
 {
     size_t k = 1;
+    *len = n;
     for (uint32_t i = 0; i < n; i += (uint32_t)k)
         if (et_utf8_decode(p, n, i, &k) == 0xFFFFFFFFu) {
             for (uint32_t j = 0; j < n; j++) out[j] = shape_at(sm, p, j, first);
@@ -249,25 +265,33 @@ static int shape_str(const struct shape_map *sm, const uint8_t *p, uint32_t n, i
         out[i + 1u] = (uint8_t)(0x80u | et_ucd_bits(cp));
         for (size_t j = 2; j < k; j++) out[i + j] = 0xBFu;
     }
+    uint32_t o = 0; /* runs: a byte is dropped where the one before it and the one after are it */
+    for (uint32_t i = 0; i < n; i++)
+        if (!(o && i + 1u < n && shape_run(out[i]) && out[o - 1u] == out[i] &&
+              out[i + 1u] == out[i]))
+            out[o++] = out[i];
+    *len = o;
     return 0;
 }
 
 /* The id of the (first or free) shape of p[0..n) (a new one if no string had that shape). */
 static uint32_t shape_id(struct shape_map *sm, const uint8_t *p, uint32_t n, int first)
 {
-    const int raw = shape_str(sm, p, n, first, sm->buf);
+    uint32_t len = 0, len2 = 0;
+    const int raw = shape_str(sm, p, n, first, sm->buf, &len);
     uint64_t h = 1469598103934665603ull ^ (uint64_t)raw;
-    for (uint32_t i = 0; i < n; i++) h = (h ^ sm->buf[i]) * 1099511628211ull;
+    for (uint32_t i = 0; i < len; i++) h = (h ^ sm->buf[i]) * 1099511628211ull;
     for (size_t k = (size_t)(h ^ h >> 29) & (sm->cap - 1u);; k = (k + 1u) & (sm->cap - 1u)) {
         struct shape_slot *e = &sm->tab[k];
         if (!e->p) {
             e->p = p;
             e->n = n | (uint32_t)first << 31;
+            e->h = h;
             return e->id = sm->next++;
         }
-        if ((e->n & 0x7FFFFFFFu) != n ||
-            shape_str(sm, e->p, n, (int)(e->n >> 31), sm->buf2) != raw ||
-            memcmp(sm->buf, sm->buf2, n))
+        if (e->h != h ||
+            shape_str(sm, e->p, e->n & 0x7FFFFFFFu, (int)(e->n >> 31), sm->buf2, &len2) != raw ||
+            len2 != len || memcmp(sm->buf, sm->buf2, len))
             continue;
         return e->id;
     }
@@ -616,7 +640,7 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
             if (!(a->inv = malloc(AUT_SCRATCH * words * sizeof *a->inv)) ||
                 !(a->busy = malloc(AUT_SCRATCH * sizeof *a->busy)))
                 goto done;
-            for (unsigned k = 0; k < AUT_SCRATCH; k++) atomic_init(&a->busy[k], 0);
+            for (unsigned q = 0; q < AUT_SCRATCH; q++) atomic_init(&a->busy[q], 0);
             a->bytes += AUT_SCRATCH * (words * sizeof *a->inv + sizeof *a->busy);
         }
         if (a->inv && longest >= vk_row(V) && /* the verdicts of long rows (vk_code) */
