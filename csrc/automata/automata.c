@@ -83,6 +83,9 @@ struct et_automaton {
     uint16_t *cls;    /* canonical: per entry, its class in its row (see classes()); AUT_CLS:
                        * none (the row's classes beyond AUT_CLS) */
     uint16_t *n_cls;  /* canonical: per row, its classes (<= AUT_CLS) */
+    uint32_t *crep;   /* canonical: the first entry of each class of the rows of AUT_LONG entries
+                       * or more, from crep_at[row] (see mask_long) */
+    uint32_t *crep_at; /* n_rows + 1 offsets into crep */
     const struct et_pairset *ps; /* canonical, rows of AUT_LONG entries: the model's pair set */
     const uint64_t *odd; /* canonical, ET_FLAG_WHOLE models: et_odd_of(m) (see pair_valid) */
     uint64_t *inv;    /* AUT_SCRATCH bitsets of the pair set, each for one mask at a time */
@@ -149,6 +152,8 @@ void et_automaton_free(et_automaton *a)
     free(a->row_dig);
     free(a->cls);
     free(a->n_cls);
+    free(a->crep);
+    free(a->crep_at);
     free(a->inv);
     free((void *)a->busy);
     free(a->lk);
@@ -487,6 +492,23 @@ static int classes(et_automaton *a)
     free(rep);
     free(gen);
     a->bytes += used * sizeof *a->cls + (size_t)rows * sizeof *a->n_cls;
+    /* the long rows' classes' first entries */
+    if (!(a->crep_at = malloc(((size_t)rows + 1u) * 4u))) return ET_E_NOMEM;
+    size_t n_rep = 0;
+    for (uint32_t r = 0; r < rows; r++) {
+        a->crep_at[r] = (uint32_t)n_rep;
+        if (a->row[r + 1u] - a->row[r] >= AUT_LONG) n_rep += a->n_cls[r];
+    }
+    a->crep_at[rows] = (uint32_t)n_rep;
+    if (!(a->crep = malloc((n_rep ? n_rep : 1u) * 4u))) return ET_E_NOMEM;
+    for (uint32_t r = 0; r < rows; r++) {
+        uint32_t *const cr = a->crep + a->crep_at[r];
+        if (a->crep_at[r + 1u] == a->crep_at[r]) continue;
+        for (uint32_t k = 0; k < a->n_cls[r]; k++) cr[k] = ET_NONE;
+        for (uint32_t i = a->row[r]; i < a->row[r + 1u]; i++)
+            if (a->cls[i] < AUT_CLS && cr[a->cls[i]] == ET_NONE) cr[a->cls[i]] = i;
+    }
+    a->bytes += ((size_t)rows + 1u + n_rep) * 4u;
     return ET_OK;
 }
 
@@ -1569,6 +1591,80 @@ ET_ALWAYS_INLINE static inline int mask_row(const et_automaton *a, const struct 
     return ET_OK;
 }
 
+/* A canonical mask of a long row with the pair set for l made (et_automaton_allowed: no verdicts
+ * noted), into bits (and ids, as mask_put's, going on past cap: ET_E_FULL): every class decided
+ * first (mask_class from its first entry; "valid pair, else a cut" asked at once), then each
+ * entry without a branch where its class's decision, the pair set's bit and the look-ahead kept
+ * for the key (lslot) answer it; mask_entry for the others (classes that ask entry by entry, odd
+ * tokens, look-aheads not known). Bit for bit mask_row's. */
+static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *bits, uint32_t *ids,
+                     size_t cap, size_t *n)
+{
+    uint8_t *const cst = r.cst;
+    const uint32_t beg = a->row[r.row], end = a->row[r.row + 1u], n_cls = a->n_cls[r.row];
+    const uint32_t *const rep = a->crep + a->crep_at[r.row];
+    for (uint32_t k = 0; k < n_cls; k++) {
+        const uint32_t i = rep[k], t = a->tok[i];
+        const unsigned v = r.drow ? r.drow[a->dig[t]] : 1u;
+        if (!v) {
+            cst[k] = MC_DENY;
+            continue;
+        }
+        unsigned s = mask_class(a, r.mm, r.x, i, v);
+        if ((s & 7u) == MC_VALIDC)
+            s = (probe_ok(a, r.mm, r.x, t, AUT_CUT) & AUT_CUT ? MC_PASS : MC_VALID) | (s & MC_LOOK);
+        cst[k] = (uint8_t)(s | (cst[k] & MC_LOOK));
+    }
+    /* by a class's decision: bit 0, the pair passes where it is valid; bit 1, where it is not;
+     * bit 2, the look-ahead is proven; bit 3, mask_entry decides */
+    uint8_t code[16];
+    for (unsigned s = 0; s < 16u; s++) {
+        const unsigned d = s & 7u;
+        code[s] = (uint8_t)((d == MC_PASS ? 3u : d == MC_VALID ? 1u : 0u) | (s & MC_LOOK ? 4u : 0u) |
+                            (d == MC_PASS || d == MC_VALID || d == MC_DENY ? 0u : 8u));
+    }
+    const uint32_t *const tok = a->tok, *const pos = r.pi->pos;
+    const uint16_t *const cls = a->cls;
+    const uint64_t *const inv = r.pi->bits, *const odd = a->odd;
+    static const uint64_t none[1] = {0};
+    const uint64_t *const live = r.lslot >= 0 ? a->lk + (size_t)r.lslot * a->lk_words : none;
+    const uint64_t *const dead = r.lslot >= 0 ? live + a->lk_half : none;
+    const size_t step = r.lslot >= 0; /* (none: one zero word for every entry) */
+    size_t w = 0;
+    int rc = ET_OK;
+    for (uint32_t i = beg; i < end; i++) {
+        const uint32_t t = tok[i], o = i - beg, p = pos[t];
+        const unsigned c = code[cst[cls[i]] & 15u], bad = (unsigned)(inv[p >> 6] >> (p & 63u) & 1u);
+        const unsigned pass = c >> bad & 1u;
+        const unsigned lv = (unsigned)((live[(o >> 6) * step] >> (o & 63u)) & 1u) | (c >> 2 & 1u);
+        const unsigned dd = (unsigned)((dead[(o >> 6) * step] >> (o & 63u)) & 1u);
+        unsigned take = pass & lv;
+        if (((c >> 3) | (unsigned)et_odd(odd, t) | (pass & ~lv & ~dd)) & 1u) {
+            take = mask_entry(a, r, i, t, cls[i]) & ME_TAKE;
+        } else {
+#ifdef AUT_CHECK_PAIRS
+            if ((int)!bad != et_valid_pair(a->m, r.x->l, t)) abort();
+            if (take && r.lslot >= 0 && !(c & 4u) && !a->accept[a->nxt[i]]) {
+                const unsigned cv = r.drow ? r.drow[a->dig[t]] : 1u;
+                if (!cv || !entry_look(a, r.mm, r.x, i, (cv & 15u) - 1u)) abort();
+            }
+            if (pass && !lv && dd) { /* (kept "not live": a fact too) */
+                const unsigned cv = r.drow ? r.drow[a->dig[t]] : 1u;
+                if (cv && entry_look(a, r.mm, r.x, i, (cv & 15u) - 1u)) abort();
+            }
+#endif
+        }
+        if (bits) bits[t >> 3] |= (uint8_t)(take << (t & 7u));
+        if (ids && take) {
+            if (w < cap) ids[w] = t;
+            else rc = ET_E_FULL;
+        }
+        w += take;
+    }
+    *n = w;
+    return rc;
+}
+
 /* Verdicts kept from mask to mask. What mask_entry answers for entry i of a long row depends
  * on l only through (l's shape, the probes' shapes of l2 and l: the key of the classes'
  * decisions and of the look-ahead, with the row and the digit run; see lk_take) and on
@@ -1808,6 +1904,9 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
                 else ids[w] = (uint32_t)(q * 64u + et_ctz64(take));
             }
         }
+    } else if (!vstage && x.pi && n_row >= AUT_LONG &&
+               (pi.made || (pi.made = et_pairset_invalid(pi.ps, c.l, pi.bits) ? 1 : -1)) > 0) {
+        rc = mask_long(a, run, bits, ids, cap, &w);
     } else {
         rc = vstage ? mask_row(a, run, beg, end, codes, bits, ids, cap, &w)
                     : mask_row(a, run, beg, end, NULL, bits, ids, cap, &w);
