@@ -349,6 +349,31 @@ def test_canonical_llama3_masks_pair_by_pair(tmp_path):  # type: ignore[no-untyp
     assert p.returncode == 0 and "bad 0" in p.stdout, p.stdout + p.stderr[-2000:]
 
 
+def test_canonical_llama3_masks_again_after_odd():  # type: ignore[no-untyped-def]
+    """A long row's mask asked again after one of Llama-3's tokens that the pair set cannot
+    answer for (et_pairset_invalid fails: the pair walk cannot take it): the third mask of such
+    a state, where the verdicts' slot has been noted but has no pair set to use, must still be
+    the entry-by-entry one (it once took the scratch bitset as the pair set's answer)."""
+    from test_canonical import llama3_odd
+
+    enc, _ = reference.llama3()
+    _, odd = llama3_odd()
+    fresh = enc.regex_automaton(r"[\s\S]*", canonical=True)
+    kept = enc.regex_automaton(r"[\s\S]*", canonical=True)
+    buf, want = bytearray((enc.n_vocab + 7) // 8), bytearray((enc.n_vocab + 7) // 8)
+    asked = 0
+    for l in odd[::max(1, len(odd) // 12)]:
+        s = kept.next(kept.start, l)
+        if s < 0:
+            continue
+        fresh._native.allowed_into(fresh.next(fresh.start, l), want)
+        for _ in range(3):  # (the first leaves the key's hash, the second notes, the third uses)
+            kept._native.allowed_into(s, buf)
+            assert buf == want, l
+        asked += 1
+    assert asked >= 6
+
+
 def test_canonical_precision_llama3():  # type: ignore[no-untyped-def]
     """Llama-3's vocabulary (tokens that only a whole piece can be, tokens merged below a part):
     as precise as cl100k's on the patterns; where a word of the language is itself a token that

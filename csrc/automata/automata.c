@@ -501,13 +501,10 @@ static int classes(et_automaton *a)
     }
     a->crep_at[rows] = (uint32_t)n_rep;
     if (!(a->crep = malloc((n_rep ? n_rep : 1u) * 4u))) return ET_E_NOMEM;
-    for (uint32_t r = 0; r < rows; r++) {
-        uint32_t *const cr = a->crep + a->crep_at[r];
-        if (a->crep_at[r + 1u] == a->crep_at[r]) continue;
-        for (uint32_t k = 0; k < a->n_cls[r]; k++) cr[k] = ET_NONE;
-        for (uint32_t i = a->row[r]; i < a->row[r + 1u]; i++)
-            if (a->cls[i] < AUT_CLS && cr[a->cls[i]] == ET_NONE) cr[a->cls[i]] = i;
-    }
+    for (uint32_t r = 0; r < rows; r++) /* (classes are numbered in order of first entry) */
+        for (uint32_t i = a->row[r], k = 0;
+             k < a->crep_at[r + 1u] - a->crep_at[r] && i < a->row[r + 1u]; i++)
+            if (a->cls[i] == k) a->crep[a->crep_at[r] + k++] = i;
     a->bytes += ((size_t)rows + 1u + n_rep) * 4u;
     return ET_OK;
 }
@@ -1603,26 +1600,12 @@ static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *bits, 
     uint8_t *const cst = r.cst;
     const uint32_t beg = a->row[r.row], end = a->row[r.row + 1u], n_cls = a->n_cls[r.row];
     const uint32_t *const rep = a->crep + a->crep_at[r.row];
-    for (uint32_t k = 0; k < n_cls; k++) {
-        const uint32_t i = rep[k], t = a->tok[i];
-        const unsigned v = r.drow ? r.drow[a->dig[t]] : 1u;
-        if (!v) {
-            cst[k] = MC_DENY;
-            continue;
-        }
-        unsigned s = mask_class(a, r.mm, r.x, i, v);
-        if ((s & 7u) == MC_VALIDC)
-            s = (probe_ok(a, r.mm, r.x, t, AUT_CUT) & AUT_CUT ? MC_PASS : MC_VALID) | (s & MC_LOOK);
-        cst[k] = (uint8_t)(s | (cst[k] & MC_LOOK));
-    }
-    /* by a class's decision: bit 0, the pair passes where it is valid; bit 1, where it is not;
-     * bit 2, the look-ahead is proven; bit 3, mask_entry decides */
-    uint8_t code[16];
-    for (unsigned s = 0; s < 16u; s++) {
-        const unsigned d = s & 7u;
-        code[s] = (uint8_t)((d == MC_PASS ? 3u : d == MC_VALID ? 1u : 0u) | (s & MC_LOOK ? 4u : 0u) |
-                            (d == MC_PASS || d == MC_VALID || d == MC_DENY ? 0u : 8u));
-    }
+    for (uint32_t k = 0; k < n_cls; k++)
+        cst[k] = (uint8_t)(entry_cs(a, r, rep[k], a->tok[rep[k]]) | (cst[k] & MC_LOOK));
+    /* by a class's decision (cst): bit 0, the pair passes where it is valid; bit 1, where it is
+     * not; bit 2, the look-ahead is proven (MC_LOOK); bit 3, mask_entry decides (not decided,
+     * MC_TOK, and what entry_cs leaves no class with) */
+    static const uint8_t code[16] = {8, 3, 0, 1, 8, 8, 8, 8, 12, 7, 4, 5, 12, 12, 12, 12};
     const uint32_t *const tok = a->tok, *const pos = r.pi->pos;
     const uint16_t *const cls = a->cls;
     const uint64_t *const inv = r.pi->bits, *const odd = a->odd;
@@ -1905,7 +1888,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
             }
         }
     } else if (!vstage && x.pi && n_row >= AUT_LONG &&
-               (pi.made || (pi.made = et_pairset_invalid(pi.ps, c.l, pi.bits) ? 1 : -1)) > 0) {
+               (pi.made ? pi.made : (pi.made = et_pairset_invalid(pi.ps, c.l, pi.bits) ? 1 : -1)) > 0) {
         rc = mask_long(a, run, bits, ids, cap, &w);
     } else {
         rc = vstage ? mask_row(a, run, beg, end, codes, bits, ids, cap, &w)
