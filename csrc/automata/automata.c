@@ -1602,47 +1602,84 @@ static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *bits, 
     const uint32_t *const rep = a->crep + a->crep_at[r.row];
     for (uint32_t k = 0; k < n_cls; k++)
         cst[k] = (uint8_t)(entry_cs(a, r, rep[k], a->tok[rep[k]]) | (cst[k] & MC_LOOK));
-    /* by a class's decision (cst): bit 0, the pair passes where it is valid; bit 1, where it is
-     * not; bit 2, the look-ahead is proven (MC_LOOK); bit 3, mask_entry decides (not decided,
-     * MC_TOK, and what entry_cs leaves no class with) */
-    static const uint8_t code[16] = {8, 3, 0, 1, 8, 8, 8, 8, 12, 7, 4, 5, 12, 12, 12, 12};
+    /* by a class's decision (cst), a byte shifted right by the pair set's bit for the entry
+     * (1: no valid pair): bit 0, the pair passes; bits 4 and 5, the look-ahead is proven
+     * (MC_LOOK); bits 6 and 7, mask_entry decides (not decided, MC_TOK, and what entry_cs leaves
+     * no class with) */
+    static const uint8_t code[16] = {0xC0, 0x03, 0x00, 0x01, 0xC0, 0xC0, 0xC0, 0xC0,
+                                     0xF0, 0x33, 0x30, 0x31, 0xF0, 0xF0, 0xF0, 0xF0};
+    uint8_t cc[AUT_CLS + 1u];
+    for (uint32_t k = 0; k < n_cls; k++) cc[k] = code[cst[k] & 15u];
+    cc[AUT_CLS] = 0xC0u;
     const uint32_t *const tok = a->tok, *const pos = r.pi->pos;
     const uint16_t *const cls = a->cls;
     const uint64_t *const inv = r.pi->bits, *const odd = a->odd;
     static const uint64_t none[1] = {0};
     const uint64_t *const live = r.lslot >= 0 ? a->lk + (size_t)r.lslot * a->lk_words : none;
     const uint64_t *const dead = r.lslot >= 0 ? live + a->lk_half : none;
-    const size_t step = r.lslot >= 0; /* (none: one zero word for every entry) */
+    const size_t step = r.lslot >= 0; /* (none: one zero word for every block) */
+    const uint64_t ones = 0x0101010101010101ull, gather = 0x0102040810204080ull;
     size_t w = 0;
     int rc = ET_OK;
-    for (uint32_t i = beg; i < end; i++) {
-        const uint32_t t = tok[i], o = i - beg, p = pos[t];
-        const unsigned c = code[cst[cls[i]] & 15u], bad = (unsigned)(inv[p >> 6] >> (p & 63u) & 1u);
-        const unsigned pass = c >> bad & 1u;
-        const unsigned lv = (unsigned)((live[(o >> 6) * step] >> (o & 63u)) & 1u) | (c >> 2 & 1u);
-        const unsigned dd = (unsigned)((dead[(o >> 6) * step] >> (o & 63u)) & 1u);
-        unsigned take = pass & lv;
-        if (((c >> 3) | (unsigned)et_odd(odd, t) | (pass & ~lv & ~dd)) & 1u) {
-            take = mask_entry(a, r, i, t, cls[i]) & ME_TAKE;
-        } else {
-#ifdef AUT_CHECK_PAIRS
-            if ((int)!bad != et_valid_pair(a->m, r.x->l, t)) abort();
-            if (take && r.lslot >= 0 && !(c & 4u) && !a->accept[a->nxt[i]]) {
-                const unsigned cv = r.drow ? r.drow[a->dig[t]] : 1u;
-                if (!cv || !entry_look(a, r.mm, r.x, i, (cv & 15u) - 1u)) abort();
-            }
-            if (pass && !lv && dd) { /* (kept "not live": a fact too) */
-                const unsigned cv = r.drow ? r.drow[a->dig[t]] : 1u;
-                if (cv && entry_look(a, r.mm, r.x, i, (cv & 15u) - 1u)) abort();
-            }
+    for (uint32_t o = 0; o < end - beg; o += 64u) { /* blocks of 64 entries, as lk's words */
+        const uint32_t nb = end - beg - o < 64u ? end - beg - o : 64u, b0 = beg + o;
+        uint8_t e[64];
+        for (uint32_t j = 0; j < nb; j++) {
+            const uint32_t p = pos[tok[b0 + j]];
+            e[j] = (uint8_t)(cc[cls[b0 + j]] >> (inv[p >> 6] >> (p & 63u) & 1u));
+        }
+        memset(e + nb, 0, 64u - nb);
+        uint64_t pass = 0, look = 0, slow = 0; /* the bits 0, 4 and 6 of e, entry j at bit j */
+        for (unsigned q = 0; q < 8u; q++) {
+            uint64_t x = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            memcpy(&x, e + 8u * q, 8u);
+#else
+            for (unsigned b = 8u; b--;) x = x << 8 | e[8u * q + b];
 #endif
+            pass |= ((x & ones) * gather) >> 56 << 8u * q;
+            look |= ((x >> 4 & ones) * gather) >> 56 << 8u * q;
+            slow |= ((x >> 6 & ones) * gather) >> 56 << 8u * q;
         }
-        if (bits) bits[t >> 3] |= (uint8_t)(take << (t & 7u));
-        if (ids && take) {
-            if (w < cap) ids[w] = t;
-            else rc = ET_E_FULL;
+        if (odd)
+            for (uint32_t j = 0; j < nb; j++) slow |= (uint64_t)et_odd(odd, tok[b0 + j]) << j;
+        const uint64_t lv = look | live[(o >> 6) * step];
+        slow |= pass & ~lv & ~dead[(o >> 6) * step];
+        uint64_t take = pass & lv & ~slow;
+#ifdef AUT_CHECK_PAIRS
+        for (uint32_t j = 0; j < nb; j++) {
+            const uint32_t i = b0 + j, t = tok[i];
+            if (et_odd(odd, t)) continue;
+            if ((int)!(inv[pos[t] >> 6] >> (pos[t] & 63u) & 1u) != et_valid_pair(a->m, r.x->l, t))
+                abort();
+            if (slow >> j & 1u || a->accept[a->nxt[i]]) continue;
+            const unsigned cv = r.drow ? r.drow[a->dig[t]] : 1u;
+            /* what the look-aheads kept (lk_take) answer is a fact, live or not: entry_look
+             * proves it again */
+            if (take >> j & 1u && !(look >> j & 1u) &&
+                (!cv || !entry_look(a, r.mm, r.x, i, (cv & 15u) - 1u)))
+                abort();
+            if (pass >> j & 1u && !(lv >> j & 1u) && cv && entry_look(a, r.mm, r.x, i, (cv & 15u) - 1u))
+                abort();
         }
-        w += take;
+#endif
+        for (; slow; slow &= slow - 1u) {
+            const uint32_t j = (uint32_t)et_ctz64(slow), i = b0 + j;
+            take |= (uint64_t)(mask_entry(a, r, i, tok[i], cls[i]) & ME_TAKE) << j;
+            if (cls[i] < AUT_CLS) cc[cls[i]] = code[cst[cls[i]] & 15u]; /* (what it learned) */
+        }
+        if (ids)
+            for (uint64_t q = take; q; q &= q - 1u, w++) {
+                if (w < cap) ids[w] = tok[b0 + et_ctz64(q)];
+                else rc = ET_E_FULL;
+            }
+        else
+            w += et_popcount64(take);
+        if (bits)
+            for (; take; take &= take - 1u) {
+                const uint32_t t = tok[b0 + et_ctz64(take)];
+                bits[t >> 3] |= (uint8_t)(1u << (t & 7u));
+            }
     }
     *n = w;
     return rc;
