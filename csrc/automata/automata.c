@@ -19,9 +19,9 @@
  * (a canonical encoding is never refused; tested, and fuzzed by csrc/fuzz/fuzz_automata.c),
  * not exact. What they learn is kept for every later mask and thread, in memory fixed at
  * build: per entry a look-ahead byte, a witness and a class (7 bytes; see classes()), per row
- * its number of classes (2 bytes), and two direct-mapped tables of
- * 2 slots an entry, 2^10 to 2^17 slots of 8 bytes each (pair_valid's and the probes', at most
- * 2 MiB in all); every store a fact, relaxed atomics. Masks of long rows (AUT_LONG) take the
+ * its number of classes (2 bytes), per class of a long row its group (2 bytes; see groups())
+ * and per group its first entry (4 bytes), and two direct-mapped tables of 2 slots an entry,
+ * 2^10 to 2^17 slots of 8 bytes each (pair_valid's and the probes', at most 2 MiB in all); every store a fact, relaxed atomics. Masks of long rows (AUT_LONG) take the
  * tokens that are no valid pair after l from the model's pair set (csrc/bpe/pairset.c) in one
  * of AUT_SCRATCH bitsets of the automaton, each held by one mask at a time; they keep what the
  * look-ahead proved by (row, digit run, l's shape) (lk_take), and rows of a 16th of the
@@ -83,9 +83,11 @@ struct et_automaton {
     uint16_t *cls;    /* canonical: per entry, its class in its row (see classes()); AUT_CLS:
                        * none (the row's classes beyond AUT_CLS) */
     uint16_t *n_cls;  /* canonical: per row, its classes (<= AUT_CLS) */
-    uint32_t *crep;   /* canonical: the first entry of each class of the rows of AUT_LONG entries
-                       * or more, from crep_at[row] (see mask_long) */
-    uint32_t *crep_at; /* n_rows + 1 offsets into crep */
+    uint16_t *cgrp;   /* canonical: the group of each class of the rows of AUT_LONG entries or
+                       * more (see groups()), from cgrp_at[row] */
+    uint32_t *cgrp_at; /* n_rows + 1 offsets into cgrp */
+    uint32_t *grep;   /* the first entry of each group of those rows, from grep_at[row] */
+    uint32_t *grep_at; /* n_rows + 1 offsets into grep */
     const struct et_pairset *ps; /* canonical, rows of AUT_LONG entries: the model's pair set */
     const uint64_t *odd; /* canonical, ET_FLAG_WHOLE models: et_odd_of(m) (see pair_valid) */
     uint64_t *inv;    /* AUT_SCRATCH bitsets of the pair set, each for one mask at a time */
@@ -152,8 +154,10 @@ void et_automaton_free(et_automaton *a)
     free(a->row_dig);
     free(a->cls);
     free(a->n_cls);
-    free(a->crep);
-    free(a->crep_at);
+    free(a->cgrp);
+    free(a->cgrp_at);
+    free(a->grep);
+    free(a->grep_at);
     free(a->inv);
     free((void *)a->busy);
     free(a->lk);
@@ -449,6 +453,78 @@ static int same_class(const et_automaton *a, uint32_t i, uint32_t j)
            (a->head[t] & AUT_ENDS_APOS) == (a->head[u] & AUT_ENDS_APOS);
 }
 
+/* Groups. mask_class decides a class from its first entry's digit_desc, whether its next row
+ * accepts, whether it has a head, and its head's two shapes (the probes' key): classes of a long
+ * row alike in these are one group, numbered from 0 in order of first entry, and mask_long
+ * decides each group once. */
+static int same_group(const et_automaton *a, uint32_t i, uint32_t j)
+{
+    const uint32_t t = a->tok[i], u = a->tok[j];
+    return a->dig[t] == a->dig[u] && a->accept[a->nxt[i]] == a->accept[a->nxt[j]] &&
+           !(a->head[t] & ~AUT_ENDS_APOS) == !(a->head[u] & ~AUT_ENDS_APOS) &&
+           !memcmp(a->shape + (size_t)4u * t + 2u, a->shape + (size_t)4u * u + 2u, 8u);
+}
+
+static int groups(et_automaton *a)
+{
+    const uint32_t rows = a->n_rows;
+    size_t n_c = 0, cap = 16;
+    if (!(a->cgrp_at = malloc(((size_t)rows + 1u) * 4u)) ||
+        !(a->grep_at = malloc(((size_t)rows + 1u) * 4u)))
+        return ET_E_NOMEM;
+    for (uint32_t r = 0; r < rows; r++) {
+        a->cgrp_at[r] = (uint32_t)n_c;
+        if (a->row[r + 1u] - a->row[r] >= AUT_LONG) n_c += a->n_cls[r];
+    }
+    a->cgrp_at[rows] = (uint32_t)n_c;
+    while (cap < 2u * (size_t)AUT_CLS) cap *= 2;
+    uint32_t *rep = malloc(cap * 4u), *gen = calloc(cap, 4u), *first = malloc(AUT_CLS * 4u);
+    a->cgrp = malloc((n_c ? n_c : 1u) * sizeof *a->cgrp);
+    a->grep = malloc((n_c ? n_c : 1u) * 4u); /* (groups <= classes) */
+    if (!rep || !gen || !first || !a->cgrp || !a->grep) {
+        free(rep);
+        free(gen);
+        free(first);
+        return ET_E_NOMEM;
+    }
+    size_t n_g = 0;
+    for (uint32_t r = 0; r < rows; r++) {
+        a->grep_at[r] = (uint32_t)n_g;
+        if (a->row[r + 1u] - a->row[r] < AUT_LONG) continue;
+        const uint32_t n_cls = a->n_cls[r];
+        uint16_t *const cg = a->cgrp + a->cgrp_at[r];
+        for (uint32_t i = a->row[r], k = 0; k < n_cls && i < a->row[r + 1u]; i++)
+            if (a->cls[i] == k) first[k++] = i; /* (classes are numbered in order of first entry) */
+        uint32_t g = 0;
+        for (uint32_t k = 0; k < n_cls; k++) {
+            const uint32_t i = first[k], t = a->tok[i], *sh = a->shape + (size_t)4u * t + 2u;
+            uint64_t h = ((uint64_t)a->dig[t] << 2 | (uint64_t)a->accept[a->nxt[i]] << 1 |
+                          !(a->head[t] & ~AUT_ENDS_APOS)) * 0x9E3779B97F4A7C15ull;
+            for (int q = 0; q < 2; q++) h = (h ^ sh[q]) * 0xC2B2AE3D27D4EB4Full;
+            for (size_t q = (size_t)(h >> 32) & (cap - 1u);; q = (q + 1u) & (cap - 1u)) {
+                if (gen[q] != r + 1u) {
+                    gen[q] = r + 1u;
+                    rep[q] = k;
+                    cg[k] = (uint16_t)g;
+                    a->grep[n_g + g++] = i;
+                    break;
+                }
+                if (same_group(a, first[rep[q]], i)) {
+                    cg[k] = cg[rep[q]];
+                    break;
+                }
+            }
+        }
+        n_g += g;
+    }
+    a->grep_at[rows] = (uint32_t)n_g;
+    free(rep);
+    free(gen);
+    free(first);
+    a->bytes += ((size_t)rows + 1u) * 8u + n_c * sizeof *a->cgrp + n_g * 4u;
+    return ET_OK;
+}
+
 static int classes(et_automaton *a)
 {
     const uint32_t rows = a->n_rows;
@@ -492,21 +568,7 @@ static int classes(et_automaton *a)
     free(rep);
     free(gen);
     a->bytes += used * sizeof *a->cls + (size_t)rows * sizeof *a->n_cls;
-    /* the long rows' classes' first entries */
-    if (!(a->crep_at = malloc(((size_t)rows + 1u) * 4u))) return ET_E_NOMEM;
-    size_t n_rep = 0;
-    for (uint32_t r = 0; r < rows; r++) {
-        a->crep_at[r] = (uint32_t)n_rep;
-        if (a->row[r + 1u] - a->row[r] >= AUT_LONG) n_rep += a->n_cls[r];
-    }
-    a->crep_at[rows] = (uint32_t)n_rep;
-    if (!(a->crep = malloc((n_rep ? n_rep : 1u) * 4u))) return ET_E_NOMEM;
-    for (uint32_t r = 0; r < rows; r++) /* (classes are numbered in order of first entry) */
-        for (uint32_t i = a->row[r], k = 0;
-             k < a->crep_at[r + 1u] - a->crep_at[r] && i < a->row[r + 1u]; i++)
-            if (a->cls[i] == k) a->crep[a->crep_at[r] + k++] = i;
-    a->bytes += ((size_t)rows + 1u + n_rep) * 4u;
-    return ET_OK;
+    return groups(a);
 }
 
 int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *accept,
@@ -1599,16 +1661,18 @@ static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *bits, 
 {
     uint8_t *const cst = r.cst;
     const uint32_t beg = a->row[r.row], end = a->row[r.row + 1u], n_cls = a->n_cls[r.row];
-    const uint32_t *const rep = a->crep + a->crep_at[r.row];
-    for (uint32_t k = 0; k < n_cls; k++)
-        cst[k] = (uint8_t)(entry_cs(a, r, rep[k], a->tok[rep[k]]) | (cst[k] & MC_LOOK));
+    const uint32_t *const rep = a->grep + a->grep_at[r.row];
+    const uint16_t *const cg = a->cgrp + a->cgrp_at[r.row];
     /* by a class's decision (cst), a byte shifted right by the pair set's bit for the entry
      * (1: no valid pair): bit 0, the pair passes; bits 4 and 5, the look-ahead is proven
      * (MC_LOOK); bits 6 and 7, mask_entry decides (not decided, MC_TOK, and what entry_cs leaves
      * no class with) */
     static const uint8_t code[16] = {0xC0, 0x03, 0x00, 0x01, 0xC0, 0xC0, 0xC0, 0xC0,
                                      0xF0, 0x33, 0x30, 0x31, 0xF0, 0xF0, 0xF0, 0xF0};
-    uint8_t cc[AUT_CLS + 1u];
+    uint8_t cc[AUT_CLS + 1u]; /* (first each group's decision: groups <= classes) */
+    for (uint32_t g = 0; g < a->grep_at[r.row + 1u] - a->grep_at[r.row]; g++)
+        cc[g] = (uint8_t)entry_cs(a, r, rep[g], a->tok[rep[g]]);
+    for (uint32_t k = 0; k < n_cls; k++) cst[k] = (uint8_t)(cc[cg[k]] | (cst[k] & MC_LOOK));
     for (uint32_t k = 0; k < n_cls; k++) cc[k] = code[cst[k] & 15u];
     cc[AUT_CLS] = 0xC0u;
     const uint32_t *const tok = a->tok, *const pos = r.pi->pos;
