@@ -21,8 +21,9 @@
  * build: per entry a look-ahead byte, a witness and a class (7 bytes; see classes()), per row
  * its number of classes (2 bytes), per class of a long row its group (2 bytes; see groups())
  * and per group its first entry (4 bytes), and two direct-mapped tables of 2 slots an entry,
- * 2^10 to 2^17 slots of 8 bytes each (pair_valid's and the probes', at most 2 MiB in all); every store a fact, relaxed atomics. Masks of long rows (AUT_LONG) take the
- * tokens that are no valid pair after l from the model's pair set (csrc/bpe/pairset.c) in one
+ * 2^10 to 2^17 slots of 8 bytes each (pair_valid's and the probes', at most 2 MiB in all);
+ * every store a fact, relaxed atomics. Masks of long rows (AUT_LONG) take the tokens that are
+ * no valid pair after l from the model's pair set (csrc/bpe/pairset.c) in one
  * of AUT_SCRATCH bitsets of the automaton, each held by one mask at a time; they keep what the
  * look-ahead proved by (row, digit run, l's shape) (lk_take), and rows of a 16th of the
  * vocabulary or more keep every entry's verdict by that and the probes' shapes (vk_code), so
