@@ -1651,14 +1651,15 @@ ET_ALWAYS_INLINE static inline int mask_row(const et_automaton *a, const struct 
     return ET_OK;
 }
 
-/* A canonical mask of a long row with the pair set for l made (et_automaton_allowed: no verdicts
- * noted), into bits (and ids, as mask_put's, going on past cap: ET_E_FULL): every class decided
+/* A canonical mask of a long row with the pair set for l made, into bits (and ids, as mask_put's,
+ * going on past cap: ET_E_FULL), noting in codes what mask_row notes unless codes is NULL (the
+ * verdicts' stage 1: see vk_code): every class decided
  * first (mask_class from its first entry; "valid pair, else a cut" asked at once), then each
  * entry without a branch where its class's decision, the pair set's bit and the look-ahead kept
  * for the key (lslot) answer it; mask_entry for the others (classes that ask entry by entry, odd
  * tokens, look-aheads not known). Bit for bit mask_row's. */
-static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *bits, uint32_t *ids,
-                     size_t cap, size_t *n)
+static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *codes, uint8_t *bits,
+                     uint32_t *ids, size_t cap, size_t *n)
 {
     uint8_t *const cst = r.cst;
     const uint32_t beg = a->row[r.row], end = a->row[r.row + 1u], n_cls = a->n_cls[r.row];
@@ -1728,9 +1729,17 @@ static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *bits, 
                 abort();
         }
 #endif
+        if (codes) /* (live + 1: proven where taken, not live where the pair passes, else not
+                    * known) */
+            for (uint32_t j = 0; j < nb; j++)
+                codes[o + j] = (uint8_t)(take >> j & 1u ? 2u : (unsigned)(pass >> j & 1u));
         for (; slow; slow &= slow - 1u) {
             const uint32_t j = (uint32_t)et_ctz64(slow), i = b0 + j;
-            take |= (uint64_t)(mask_entry(a, r, i, tok[i], cls[i]) & ME_TAKE) << j;
+            const unsigned got = mask_entry(a, r, i, tok[i], cls[i]);
+            take |= (uint64_t)(got & ME_TAKE) << j;
+            if (codes)
+                codes[o + j] = (uint8_t)((unsigned)(me_live(got) + 1) |
+                                         (cls[i] < AUT_CLS ? 0u : entry_cs(a, r, i, tok[i]) << 2));
             if (cls[i] < AUT_CLS) cc[cls[i]] = code[cst[cls[i]] & 15u]; /* (what it learned) */
         }
         if (ids)
@@ -1989,9 +1998,9 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
                 else ids[w] = (uint32_t)(q * 64u + et_ctz64(take));
             }
         }
-    } else if (!vstage && x.pi && n_row >= AUT_LONG &&
+    } else if (x.pi && n_row >= AUT_LONG &&
                (pi.made ? pi.made : (pi.made = et_pairset_invalid(pi.ps, c.l, pi.bits) ? 1 : -1)) > 0) {
-        rc = mask_long(a, run, bits, ids, cap, &w);
+        rc = mask_long(a, run, vstage ? codes : NULL, bits, ids, cap, &w);
     } else {
         rc = vstage ? mask_row(a, run, beg, end, codes, bits, ids, cap, &w)
                     : mask_row(a, run, beg, end, NULL, bits, ids, cap, &w);
