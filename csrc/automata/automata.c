@@ -92,6 +92,7 @@ struct et_automaton {
     const struct et_pairset *ps; /* canonical, rows of AUT_LONG entries: the model's pair set */
     const uint64_t *odd; /* canonical, ET_FLAG_WHOLE models: et_odd_of(m) (see pair_valid) */
     uint64_t *inv;    /* AUT_SCRATCH bitsets of the pair set, each for one mask at a time */
+    uint8_t *inv_cc;  /* AUT_SCRATCH x (AUT_CLS + 1): with each, mask_long's bytes per class */
     _Atomic uint8_t *busy; /* AUT_SCRATCH: inv's bitsets taken */
     uint64_t *lk;     /* AUT_LK slots of lk_words: a row's entries whose look-ahead is proven,
                        * lk_half words on, those proven not live, then its classes' proven, for
@@ -160,6 +161,7 @@ void et_automaton_free(et_automaton *a)
     free(a->grep);
     free(a->grep_at);
     free(a->inv);
+    free(a->inv_cc);
     free((void *)a->busy);
     free(a->lk);
     free(a->lk_key);
@@ -720,10 +722,11 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
         if (AUT_SCRATCH > 0u && longest >= AUT_LONG && (a->ps = et_pairset_of(m)) != NULL) {
             const size_t words = et_pairset_words(a->ps);
             if (!(a->inv = malloc(AUT_SCRATCH * words * sizeof *a->inv)) ||
+                !(a->inv_cc = malloc(AUT_SCRATCH * ((size_t)AUT_CLS + 1u))) ||
                 !(a->busy = malloc(AUT_SCRATCH * sizeof *a->busy)))
                 goto done;
             for (unsigned q = 0; q < AUT_SCRATCH; q++) atomic_init(&a->busy[q], 0);
-            a->bytes += AUT_SCRATCH * (words * sizeof *a->inv + sizeof *a->busy);
+            a->bytes += AUT_SCRATCH * (words * sizeof *a->inv + AUT_CLS + 1u + sizeof *a->busy);
         }
         if (a->inv && longest >= vk_row(V) && /* the verdicts of long rows (vk_code) */
             ((size_t)V + 63u) / 64u <= SIZE_MAX / (AUT_VK * 4u * sizeof *a->vk)) {
@@ -1011,6 +1014,7 @@ struct pinv {
     const struct et_pairset *ps;
     const uint32_t *pos; /* each token's bit in bits (et_pairset_pos) */
     uint64_t *bits;  /* (a scratch bitset of the automaton) */
+    uint8_t *cc;     /* (its bytes per class, for mask_long) */
     int made;        /* 0: not yet, 1: made, -1: none (pair by pair) */
 };
 
@@ -1671,7 +1675,7 @@ static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *codes,
      * no class with) */
     static const uint8_t code[16] = {0xC0, 0x03, 0x00, 0x01, 0xC0, 0xC0, 0xC0, 0xC0,
                                      0xF0, 0x33, 0x30, 0x31, 0xF0, 0xF0, 0xF0, 0xF0};
-    uint8_t cc[AUT_CLS + 1u]; /* (first each group's decision: groups <= classes) */
+    uint8_t *const cc = r.pi->cc; /* (first each group's decision: groups <= classes) */
     for (uint32_t g = 0; g < a->grep_at[r.row + 1u] - a->grep_at[r.row]; g++)
         cc[g] = (uint8_t)entry_cs(a, r, rep[g], a->tok[rep[g]]);
     for (uint32_t k = 0; k < n_cls; k++) cst[k] = (uint8_t)(cc[cg[k]] | (cst[k] & MC_LOOK));
@@ -1871,13 +1875,14 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     /* the pair set, where making it costs less than the row's pair tests could (each of its
      * ranges about as much as a pair test) */
     int slot = -1; /* the scratch bitset taken for pi */
-    struct pinv pi = {a->ps, a->ps ? et_pairset_pos(a->ps) : NULL, NULL, 0};
+    struct pinv pi = {a->ps, a->ps ? et_pairset_pos(a->ps) : NULL, NULL, NULL, 0};
     if (a->inv && c.l != ET_NONE && n_row >= AUT_LONG &&
         et_pairset_cost(a->ps, c.l) <= n_row) {
         for (unsigned k = 0; k < AUT_SCRATCH && slot < 0; k++)
             if (!atomic_exchange_explicit(&a->busy[k], 1, memory_order_acquire)) slot = (int)k;
         if (slot >= 0) {
             pi.bits = a->inv + (size_t)slot * et_pairset_words(a->ps);
+            pi.cc = a->inv_cc + (size_t)slot * (AUT_CLS + 1u);
             x.pi = &pi;
         }
     }
