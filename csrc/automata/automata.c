@@ -1657,11 +1657,11 @@ ET_ALWAYS_INLINE static inline int mask_row(const et_automaton *a, const struct 
 
 /* A canonical mask of a long row with the pair set for l made, into bits (and ids, as mask_put's,
  * going on past cap: ET_E_FULL), noting in codes what mask_row notes unless codes is NULL (the
- * verdicts' stage 1: see vk_code): every class decided
- * first (mask_class from its first entry; "valid pair, else a cut" asked at once), then each
- * entry without a branch where its class's decision, the pair set's bit and the look-ahead kept
- * for the key (lslot) answer it; mask_entry for the others (classes that ask entry by entry, odd
- * tokens, look-aheads not known). Bit for bit mask_row's. */
+ * verdicts' stage 1: see vk_code). Every group of classes is decided first (entry_cs of its
+ * first entry: "valid pair, else a cut" asked at once), then the entries go by blocks of 64:
+ * where its class's decision, the pair set's bit and the look-ahead kept for the key (lslot)
+ * answer an entry, a word of the block does; mask_entry answers the others (classes that ask
+ * entry by entry, odd tokens, look-aheads not known). Bit for bit mask_row's. */
 static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *codes, uint8_t *bits,
                      uint32_t *ids, size_t cap, size_t *n)
 {
@@ -1729,7 +1729,8 @@ static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *codes,
             if (take >> j & 1u && !(look >> j & 1u) &&
                 (!cv || !entry_look(a, r.mm, r.x, i, (cv & 15u) - 1u)))
                 abort();
-            if (pass >> j & 1u && !(lv >> j & 1u) && cv && entry_look(a, r.mm, r.x, i, (cv & 15u) - 1u))
+            if (pass >> j & 1u && !(lv >> j & 1u) && cv &&
+                entry_look(a, r.mm, r.x, i, (cv & 15u) - 1u))
                 abort();
         }
 #endif
@@ -2004,7 +2005,8 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
             }
         }
     } else if (x.pi && n_row >= AUT_LONG &&
-               (pi.made ? pi.made : (pi.made = et_pairset_invalid(pi.ps, c.l, pi.bits) ? 1 : -1)) > 0) {
+               (pi.made ? pi.made
+                        : (pi.made = et_pairset_invalid(pi.ps, c.l, pi.bits) ? 1 : -1)) > 0) {
         rc = mask_long(a, run, vstage ? codes : NULL, bits, ids, cap, &w);
     } else {
         rc = vstage ? mask_row(a, run, beg, end, codes, bits, ids, cap, &w)
