@@ -174,15 +174,17 @@ static inline unsigned et_ctz64(uint64_t x)
 #endif
 }
 
-/* The number of set bits of x. */
+/* The number of set bits of x (the builtin where the target has the instruction: elsewhere,
+ * x86-64 without POPCNT among them, it is a call into libgcc, slower than this). */
 static inline unsigned et_popcount64(uint64_t x)
 {
-#if defined(__GNUC__) || defined(__clang__)
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__POPCNT__) || defined(__aarch64__))
     return (unsigned)__builtin_popcountll(x);
 #else
-    unsigned k = 0;
-    for (; x; x &= x - 1u) k++;
-    return k;
+    x = x - (x >> 1 & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + (x >> 2 & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+    return (unsigned)((x * 0x0101010101010101ull) >> 56);
 #endif
 }
 
