@@ -521,6 +521,8 @@ static int groups(et_automaton *a)
         n_g += g;
     }
     a->grep_at[rows] = (uint32_t)n_g;
+    uint32_t *const fit = realloc(a->grep, (n_g ? n_g : 1u) * 4u); /* (as many as there are) */
+    if (fit) a->grep = fit;
     free(rep);
     free(gen);
     free(first);
