@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import regex
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import edgetok
@@ -631,6 +631,48 @@ def test_shapes_shorten_runs(segs, firsts):  # type: ignore[no-untyped-def]
         assert _cut_profile(pat, segs) == _cut_profile(pat, short), (name, segs, short)
 
 
+def _shape_token(seg: str, first: bool) -> str:
+    """csrc/automata's shape of one token's text (ASCII, runs kept whole): its letters named
+    one or two bytes after an apostrophe in it, and in its first two bytes where first."""
+    out = []
+    for i, c in enumerate(seg):
+        named = (i < 2 and (first or (i == 1 and seg[0] == "'"))) or \
+            (i >= 1 and seg[i - 1] == "'") or (i >= 2 and seg[i - 2] == "'")
+        out.append(c if named and c.lower() in "sdmtlver" else shaped(c))
+    return "".join(out)
+
+
+def _first_shape(segs: "list[str]", k: int) -> bool:
+    """csrc/automata apos_before: whether token k of a text takes its first shape (an
+    apostrophe may lie in the two bytes before it and make a contraction with its letters):
+    the token before ends with one in its last two bytes, or is the one letter of a contraction
+    that has one after it ('re 've 'll) and the token before that ends with one."""
+    if k == 0:
+        return False
+    prev = segs[k - 1]
+    return "'" in prev[-2:] or (len(prev) == 1 and prev.lower() in "rvl" and k >= 2
+                                and segs[k - 2].endswith("'"))
+
+
+@settings(max_examples=500, deadline=None)
+@given(segs=st.lists(st.text(alphabet="abxAXsdmtlverSDMTLVER'0 .!\n", min_size=1, max_size=4),
+                     min_size=1, max_size=6))
+@example(segs=["'", "l", "lo"])
+def test_shapes_first_in_context(segs):  # type: ignore[no-untyped-def]
+    """Which tokens take their first shapes (csrc/automata apos_before): a text cut into
+    tokens, each replaced by its shape, first or free as the token before it decides, is cut
+    alike by every pattern with a canonical automaton (the `regex` module decides). After "'"
+    "l", "lo" must keep its "l" ("'ll" is a contraction: "'llo" is cut after "'ll", "'laa" is
+    not); a rule that only looked at the token before ("'" in its last two bytes) gave it its
+    free shape, "aa", and the probes answered for "lo" after "l" what they had found for "oo"."""
+    from edgetok.compiler import GPT2_PATTERN, QWEN2_PATTERN
+
+    short = [_shape_token(seg, _first_shape(segs, k)) for k, seg in enumerate(segs)]
+    pats = {**shape_patterns(), "gpt2": GPT2_PATTERN, "qwen2": QWEN2_PATTERN}
+    for name, pat in pats.items():
+        assert _cut_profile(pat, segs) == _cut_profile(pat, short), (name, segs, short)
+
+
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 def test_canonical_runs_any_order(name):  # type: ignore[no-untyped-def]
     """Tokens whose shapes differ only in their runs' lengths share what the probes answered
@@ -828,6 +870,40 @@ def test_canonical_verdicts_across_l(name):  # type: ignore[no-untyped-def]
             assert s >= 0
         fresh = enc.regex_automaton(pattern, canonical=True, mask_cache=0)._native
         assert a.allowed_both(s) == fresh.allowed_both(s), enc.decode([t])
+
+
+def test_canonical_masks_one_byte_l2_any_order():  # type: ignore[no-untyped-def]
+    """A probe puts an apostrophe before the text it knows, so after a one-byte l2 the
+    apostrophe is two bytes before l, where a contraction names letters: after "'" "L" "L" a
+    cut falls before a letter ("'LL" is a contraction), after "'" "L" "O" none does. The
+    probes are remembered by shapes, so l's shape must name its letters there (apos_before):
+    it did not, and the states (L, L) and (L, O) shared their probe answers, whichever was asked
+    first deciding the other's mask (and next() after it: the automata fuzzer's crash, on a
+    model of cl100k's first 3,000 ranks). Each mask, asked in either order, is the same, and
+    next() allows exactly its tokens."""
+    ref = reference.tiktoken_encoding("cl100k_base")
+    small = edgetok.Encoding("cl100k_first_3000", pat_str=ref._pat_str, special_tokens={},
+                             mergeable_ranks={b: r for b, r in ref._mergeable_ranks.items()
+                                              if r < 3000})
+    pattern = "[L-p]+"
+    ids = [small.encode_single_token(b) for b in (b"on", b"de", b"L", b"L", b"O")]
+
+    def state(a, n):  # type: ignore[no-untyped-def]
+        s = a.start
+        for t in ids[:n]:
+            s = a.next(s, t)
+            assert s >= 0
+        return s
+
+    masks = []
+    for order in ((4, 5), (5, 4)):
+        a = small.regex_automaton(pattern, canonical=True, mask_cache=0)
+        got = {n: a.allowed_ids(state(a, n)) for n in order}
+        for n, allowed in got.items():
+            s = state(a, n)
+            assert allowed == [t for t in range(a.n_vocab) if a.next(s, t) >= 0], (order, n)
+        masks.append(got)
+    assert masks[0] == masks[1]
 
 
 def test_canonical_masks_from_threads():  # type: ignore[no-untyped-def]

@@ -69,7 +69,7 @@ struct et_automaton {
     _Atomic uint32_t *wit; /* canonical: per entry, a next entry that proved it live (see
                             * entry_live): (offset in its row + 1) << 1 | valid pair; 0: none */
     uint32_t *shape;  /* canonical: 4 x n_vocab shape ids of the tokens (see shapes()) */
-    uint32_t *head;   /* canonical: per token, pair_head's length | AUT_ENDS_APOS (0: none) */
+    uint32_t *head;   /* canonical: per token, pair_head's length | AUT_HEAD_FLAGS (0: none) */
     _Atomic uint64_t *pairs; /* canonical: pair_valid's memo, n_pairs slots (see there) */
     uint32_t pair_bits;      /* n_pairs = 1 << pair_bits */
     _Atomic uint64_t *probes; /* canonical: probe answers by shapes (see probe_ok), 1 << pair_bits
@@ -190,8 +190,10 @@ void et_automaton_free(et_automaton *a)
  * regex module takes 'ſ for a contraction); a text that is not UTF-8 keeps its other bytes.
  * Texts of the same shape are cut alike, and probe() answers are remembered
  * by the shapes of what it puts together. A token's shape names the letters after its own
- * apostrophes, and in its first two bytes too when what comes before it may end in one
- * ("first" shapes; "free" ones where it cannot). tests/test_automata.py checks the rule
+ * apostrophes, and in its first two bytes too when an apostrophe may lie in the two bytes
+ * before it and make a contraction with them ("first" shapes; "free" ones where none can: see
+ * apos_before; after 'r' alone, the byte before it is the token's before that, where a probe
+ * may put an apostrophe: "'re"). tests/test_automata.py checks the rule
  * against the patterns with the `regex` module. */
 static uint8_t shape_byte(uint8_t c, int named)
 {
@@ -205,6 +207,14 @@ static uint8_t shape_byte(uint8_t c, int named)
     }
     if (c > 0x20u && c < 0x7Fu && c != '\'' && c != '/') return '!';
     return c;
+}
+
+/* Whether p[0..n) is the one letter of a contraction that has one after it ('re 've 'll). */
+static int one_mid(const uint8_t *p, size_t n)
+{
+    if (n != 1u) return 0;
+    const unsigned c = p[0] | 0x20u;
+    return c == 'r' || c == 'v' || c == 'l';
 }
 
 /* Whether p[0..n) has an apostrophe in its last two bytes (names what follows it). */
@@ -376,7 +386,16 @@ static int digit_step(uint32_t G, uint32_t d, unsigned g, unsigned *mode)
 
 static const uint8_t *pair_head(const et_model *m, uint32_t t, size_t *nt);
 
-#define AUT_ENDS_APOS 0x80000000u /* a->head[t]: t ends with an apostrophe (ends_apos) */
+/* a->head[t]'s flags (the rest: pair_head's length). A token's shape must name its first letters
+ * where an apostrophe may lie in the two bytes before it and make a contraction with them (see
+ * apos_before): after a token that ends with one in its last two bytes (AUT_ENDS_APOS,
+ * ends_apos), or after a token that is the one letter of the patterns' contractions that has
+ * one after it ('re 've 'll, either case: AUT_ONE_MID) whose byte before is an apostrophe
+ * (AUT_LAST_APOS) or not known (a probe may put one there). */
+#define AUT_ENDS_APOS 0x80000000u
+#define AUT_ONE_MID 0x40000000u
+#define AUT_LAST_APOS 0x20000000u
+#define AUT_HEAD_FLAGS (AUT_ENDS_APOS | AUT_ONE_MID | AUT_LAST_APOS)
 
 /* a->shape[4t + k]: the ids of token t's first shape (k = 0), free shape (1), and of its
  * head's (pair_head) first (2) and free (3) shapes; ET_NONE where t has none; a->head[t].
@@ -420,7 +439,10 @@ static int shapes(et_automaton *a, size_t used)
         if (in[t >> 6] >> (t & 63u) & 1u) {
             n = et_tok(a->m, t, &p);
             q = n ? pair_head(a->m, t, &nh) : NULL;
-            if (q) a->head[t] = (uint32_t)nh | (ends_apos(p, n) ? AUT_ENDS_APOS : 0u);
+            if (q)
+                a->head[t] = (uint32_t)nh | (ends_apos(p, n) ? AUT_ENDS_APOS : 0u) |
+                             (one_mid(p, n) ? AUT_ONE_MID : 0u) |
+                             (p[n - 1u] == '\'' ? AUT_LAST_APOS : 0u);
             if (a->dig_g) a->dig[t] = digit_desc(p, n, a->dig_g);
         }
         uint32_t *out = a->shape + (size_t)4u * t;
@@ -452,8 +474,8 @@ static int same_class(const et_automaton *a, uint32_t i, uint32_t j)
     return a->nxt[i] == a->nxt[j] &&
            !memcmp(a->shape + (size_t)4u * t, a->shape + (size_t)4u * u, 16u) &&
            a->dig[t] == a->dig[u] &&
-           !(a->head[t] & ~AUT_ENDS_APOS) == !(a->head[u] & ~AUT_ENDS_APOS) &&
-           (a->head[t] & AUT_ENDS_APOS) == (a->head[u] & AUT_ENDS_APOS);
+           !(a->head[t] & ~AUT_HEAD_FLAGS) == !(a->head[u] & ~AUT_HEAD_FLAGS) &&
+           (a->head[t] & AUT_HEAD_FLAGS) == (a->head[u] & AUT_HEAD_FLAGS);
 }
 
 /* Groups. mask_class decides a class from its first entry's digit_desc, whether its next row
@@ -464,7 +486,7 @@ static int same_group(const et_automaton *a, uint32_t i, uint32_t j)
 {
     const uint32_t t = a->tok[i], u = a->tok[j];
     return a->dig[t] == a->dig[u] && a->accept[a->nxt[i]] == a->accept[a->nxt[j]] &&
-           !(a->head[t] & ~AUT_ENDS_APOS) == !(a->head[u] & ~AUT_ENDS_APOS) &&
+           !(a->head[t] & ~AUT_HEAD_FLAGS) == !(a->head[u] & ~AUT_HEAD_FLAGS) &&
            !memcmp(a->shape + (size_t)4u * t + 2u, a->shape + (size_t)4u * u + 2u, 8u);
 }
 
@@ -502,7 +524,7 @@ static int groups(et_automaton *a)
         for (uint32_t k = 0; k < n_cls; k++) {
             const uint32_t i = first[k], t = a->tok[i], *sh = a->shape + (size_t)4u * t + 2u;
             uint64_t h = ((uint64_t)a->dig[t] << 2 | (uint64_t)a->accept[a->nxt[i]] << 1 |
-                          !(a->head[t] & ~AUT_ENDS_APOS)) * 0x9E3779B97F4A7C15ull;
+                          !(a->head[t] & ~AUT_HEAD_FLAGS)) * 0x9E3779B97F4A7C15ull;
             for (int q = 0; q < 2; q++) h = (h ^ sh[q]) * 0xC2B2AE3D27D4EB4Full;
             for (size_t q = (size_t)(h >> 32) & (cap - 1u);; q = (q + 1u) & (cap - 1u)) {
                 if (gen[q] != r + 1u) {
@@ -1020,6 +1042,17 @@ struct pinv {
     int made;        /* 0: not yet, 1: made, -1: none (pair by pair) */
 };
 
+/* Whether an apostrophe may lie in the two bytes before the token after l, with l2 before l
+ * (AUT_ANY: any text, as a probe's; ET_NONE: l begins the text): the first shapes of that
+ * token then (see shapes). */
+static inline int apos_before(const et_automaton *a, uint32_t l, uint32_t l2)
+{
+    const uint32_t h = a->head[l];
+    return (h & AUT_ENDS_APOS) ||
+           ((h & AUT_ONE_MID) &&
+            (l2 == AUT_ANY || (l2 != ET_NONE && (a->head[l2] & AUT_LAST_APOS))));
+}
+
 static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32_t l)
 {
     x->l2 = l2;
@@ -1029,13 +1062,13 @@ static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32
     x->pi = NULL;
     x->lk_packed = 0; /* (pctx_look) */
     if (l == ET_NONE) return;
-    const int l_first = l2 == AUT_ANY || (l2 != ET_NONE && (a->head[l2] & AUT_ENDS_APOS));
+    const int l_first = l2 == AUT_ANY || (l2 != ET_NONE && apos_before(a, l2, AUT_ANY));
     const uint32_t s2 = l2 == ET_NONE ? 0xFFFFFFFFu : l2 == AUT_ANY ? 0xFFFFFFFEu
                                                                     : a->shape[(size_t)4u * l2];
     const uint32_t sl = a->shape[(size_t)4u * l + !l_first];
     x->s2 = s2;
     x->sl = sl;
-    x->next_free = !(a->head[l] & AUT_ENDS_APOS);
+    x->next_free = !apos_before(a, l, l2);
     x->packed = a->probes && sl < AUT_SHAPE_MAX;
     x->k0 = (uint64_t)(s2 + 2u) << 19 | sl;
 }
@@ -1046,7 +1079,7 @@ static void pctx_look(const et_automaton *a, struct pctx *x)
     const uint32_t l = x->l;
     x->lk_packed = a->probes != NULL;
     x->lk_s2 = l == ET_NONE ? 1u : (uint64_t)a->shape[(size_t)4u * l] + 2u; /* as s2 above */
-    x->lk_free = !(l != ET_NONE && (a->head[l] & AUT_ENDS_APOS));
+    x->lk_free = !(l != ET_NONE && apos_before(a, l, AUT_ANY));
 }
 
 /* What the probes know of a pair: AUT_CUT and AUT_INSIDE known (<< 2), and those of them
@@ -1085,7 +1118,7 @@ static unsigned probe_ok(const et_automaton *a, struct memo *mm, const struct pc
     const unsigned ask = want & ~(k >> 2);
     const uint8_t *q = NULL;
     et_tok(a->m, t, &q);
-    const unsigned got = (unsigned)probe(a->m, x->l2, x->l, q, a->head[t] & ~AUT_ENDS_APOS, 1,
+    const unsigned got = (unsigned)probe(a->m, x->l2, x->l, q, a->head[t] & ~AUT_HEAD_FLAGS, 1,
                                          (int)ask);
     k |= got ? got << 2 | got : ask << 2;
     if (slot) {
@@ -1175,7 +1208,7 @@ ET_ALWAYS_INLINE static inline int pair_ok_c(const et_automaton *a, struct memo 
 {
     unsigned mode = dv >> 4;
     if (mode == DM_CUT) return 1;
-    if (mode == DM_PROBE && (x->l == ET_NONE || !(a->head[t] & ~AUT_ENDS_APOS))) {
+    if (mode == DM_PROBE && (x->l == ET_NONE || !(a->head[t] & ~AUT_HEAD_FLAGS))) {
         if (x->l >= a->n_vocab || !splits_char(a->m, x->l, t)) return 1;
         mode = DM_JOIN; /* (t is no character: no probe could look at it) */
     }
@@ -1265,14 +1298,16 @@ static int look_by_cut(const et_automaton *a, const struct pctx *x, uint32_t t, 
 {
     const uint32_t u = a->tok[j];
     if ((atomic_load_explicit(&a->live[j], memory_order_relaxed) & 15u) < AUT_LOOK - 1u ||
-        !(a->head[u] & ~AUT_ENDS_APOS))
+        !(a->head[u] & ~AUT_HEAD_FLAGS))
         return 0;
     const unsigned uv = dstep(a, dt, u);
     if (!uv || uv >> 4 == DM_JOIN) return 0;
-    const uint32_t st = a->shape[(size_t)4u * u + 2u + !(a->head[t] & AUT_ENDS_APOS)],
+    /* (u's head after t: after any token, and after x->l) */
+    const uint32_t st = a->shape[(size_t)4u * u + 2u + !apos_before(a, t, AUT_ANY)],
+                   su = a->shape[(size_t)4u * u + 2u + !apos_before(a, t, x->l)],
                    s0 = a->shape[(size_t)4u * t], sl = a->shape[(size_t)4u * t + x->lk_free];
-    if ((st | s0 | sl) >= AUT_SHAPE_MAX || !cut_known(a, (uint64_t)s0 << 19 | st)) return 0;
-    return uv >> 4 == DM_CUT || cut_known(a, (x->lk_s2 << 19 | sl) << 19 | st);
+    if ((st | su | s0 | sl) >= AUT_SHAPE_MAX || !cut_known(a, (uint64_t)s0 << 19 | st)) return 0;
+    return uv >> 4 == DM_CUT || cut_known(a, (x->lk_s2 << 19 | sl) << 19 | su);
 }
 
 static int entry_look(const et_automaton *a, struct memo *mm, const struct pctx *x, uint32_t i,
@@ -1328,9 +1363,9 @@ static int entry_look(const et_automaton *a, struct memo *mm, const struct pctx 
             const unsigned uv = dstep(a, dt, u);
             if (!uv || (uv >> 4 == DM_JOIN && !(w & 1u))) goto scan;
             if (uv >> 4 != DM_PROBE) return 1;
-            if (!(a->head[u] & ~AUT_ENDS_APOS)) return (w & 1u) || !splits_char(a->m, t, u);
+            if (!(a->head[u] & ~AUT_HEAD_FLAGS)) return (w & 1u) || !splits_char(a->m, t, u);
             const uint32_t sl = a->shape[(size_t)4u * t + x->lk_free],
-                           st = a->shape[(size_t)4u * u + 2u + !(a->head[t] & AUT_ENDS_APOS)];
+                           st = a->shape[(size_t)4u * u + 2u + !apos_before(a, t, x->l)];
             if ((sl | st) < AUT_SHAPE_MAX) {
                 const uint64_t key = (x->lk_s2 << 19 | sl) << 19 | st;
                 const uint64_t v = atomic_load_explicit(
@@ -1361,7 +1396,7 @@ static unsigned mask_class(const et_automaton *a, struct memo *mm, const struct 
     if (mode == DM_CUT) return MC_PASS | look;
     if (mode == DM_JOIN) return MC_VALID | look;
     if (x->l == ET_NONE) return MC_PASS | look;
-    if (!(a->head[t] & ~AUT_ENDS_APOS)) return MC_TOK | look;
+    if (!(a->head[t] & ~AUT_HEAD_FLAGS)) return MC_TOK | look;
     const unsigned k = probe_ok(a, mm, x, t, AUT_CUT | AUT_INSIDE);
     if (k & AUT_CUT) return MC_PASS | look;
     if (!(k & AUT_CUT << 2)) return MC_VALIDC | look; /* inside: possible; a cut: not known */
@@ -1407,12 +1442,13 @@ int et_automaton_accepting(const et_automaton *a, int64_t state)
 
 /* Look-aheads kept from mask to mask. Whether entry i of a row is live after l (entry_look),
  * and whether look_by_cut proves it for a class of the row, depend on l only through its first
- * shape (pctx_look: the probes are remembered by it, and by AUT_ENDS_APOS, which the shape
- * shows: apostrophes keep their byte; l's bytes are read only by probe(), as the context before
- * t) and on the digit run d: a slot keeps, for one (row, d, l's shape), the entries proven live
- * and proven not, and the classes proven (facts: bits are only set). (Where a->probes is
- * NULL, too many shapes, probe answers are otherwise kept for one mask only: this leans on
- * "texts of the same shape are cut alike" (see shapes) for l's of one shape across masks too.)
+ * shape (pctx_look: the probes are remembered by it, and by l's AUT_HEAD_FLAGS, which the
+ * shape shows: apostrophes keep their byte, and a shape is one byte iff its token is; l's
+ * bytes are read only by probe(), as the context before t) and on the digit run d: a slot keeps,
+ * for one (row, d, l's shape), the entries proven live and proven not, and the classes proven
+ * (facts: bits are only set). (Where a->probes is NULL, too many shapes, probe answers are
+ * otherwise kept for one mask only: this leans on "texts of the same shape are cut alike"
+ * (see shapes) for l's of one shape across masks too.)
  * lk_take returns the slot taken for the key (k1, k2) by this mask until it gives it back
  * (lk_busy), cleared where it held another key (slot_take: of the key's two places); -1 where
  * other masks hold both. */
