@@ -19,8 +19,9 @@ two untimed rounds: the steady cost),
 automaton that has served 20 other strings of the pattern (sampled from the plain automaton,
 seed 1; what a decoding loop that keeps its automaton meets). Peers missing: their columns say
 "-".
-Memory: edgetok's automaton (et_automaton_bytes; canonical bitsets cached on top: at most
-mask_cache bytes).
+Memory: edgetok's automata, plain and canonical (et_automaton_bytes, at build: a canonical
+one's learning tables are fixed then; its bitset cache adds at most mask_cache bytes, and the
+model's pair set, shared by every canonical automaton of the model, is not counted).
 """
 from __future__ import annotations
 
@@ -142,7 +143,8 @@ def main() -> None:
             print(f"  llguidance tokenizer: {(time.perf_counter() - t) * 1e3:.0f} ms (once)")
         head = (f"  {'pattern':12} {'edgetok':>8} {'canon':>8} {'outlines':>9} {'llg':>7} | "
                 f"{'edgetok':>8} {'canon':>8} {'made':>8} {'cold':>8} {'new':>8} {'llg':>8} | "
-                f"{'mem KB':>7} {'made/plain':>11} {'new/plain':>10} {'cold/plain':>11}")
+                f"{'plain KB':>8} {'canon KB':>8} {'made/plain':>11} {'new/plain':>10} "
+                f"{'cold/plain':>11}")
         print(head)
         for key, pattern, text in CASES:
             ids = enc.encode_ordinary(text)
@@ -159,6 +161,7 @@ def main() -> None:
                 grammar = llguidance.grammar_from("regex", pattern)
                 c_llg = best(lambda: llguidance.LLMatcher(lt, grammar), args.compile_repeat)
             masks: "dict[object, float | None]" = {}
+            memory: "dict[bool, int]" = {}
             for canonical in canonical_modes:
                 a = enc.regex_automaton(pattern, canonical=canonical)
                 buf = bytearray((a.n_vocab + 7) // 8)
@@ -179,8 +182,7 @@ def main() -> None:
                     masks[canonical, "made"] = per_step(
                         states, lambda st: native.allowed_into(st, buf), args.repeat)
                     masks[canonical, "new"] = new_states(enc, pattern, buf)
-                if not canonical:
-                    memory = a.memory
+                memory[canonical] = a.memory
             m_llg = None
             if lt is not None:
                 m = llguidance.LLMatcher(lt, llguidance.grammar_from("regex", pattern))
@@ -201,6 +203,9 @@ def main() -> None:
 
             def us(x: "float | None") -> str:
                 return "-" if x is None else f"{x * 1e6:.1f}"
+
+            def kb(x: "int | None") -> str:
+                return "-" if x is None else f"{x / 1024:.0f}"
             ratio = f"{masks[True, 'cold'] / masks[False]:.0f}x" if True in masks else "-"
             made = f"{masks[True, 'made'] / masks[False]:.1f}x" if True in masks else "-"
             new = (f"{masks[True, 'new'] / masks[False]:.1f}x"
@@ -209,7 +214,8 @@ def main() -> None:
                   f"{us(masks[False]):>8} {us(masks.get(True)):>8} "
                   f"{us(masks.get((True, 'made'))):>8} "
                   f"{us(masks.get((True, 'cold'))):>8} {us(masks.get((True, 'new'))):>8} "
-                  f"{us(m_llg):>8} | {memory / 1024:7.0f} {made:>11} {new:>10} {ratio:>11}")
+                  f"{us(m_llg):>8} | {memory[False] / 1024:8.0f} {kb(memory.get(True)):>8} "
+                  f"{made:>11} {new:>10} {ratio:>11}")
 
 
 if __name__ == "__main__":
