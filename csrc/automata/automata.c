@@ -844,9 +844,12 @@ static int64_t join_state(const et_automaton *a, uint32_t row, uint32_t l2, uint
 
 /* One character of each class the pretokenizers branch on, put before the text known (the
  * last two tokens) and after the token asked about: the piece the earlier token belongs to
- * may have begun before it (a contraction, a punctuation run, a digit group), and what comes
- * after the token decides some cuts (white space before a non-space, the end of the text). */
-static const char *const AUT_LEFT[] = {"", "a", "A", "0", "00", "!", "!!", " ", "'", "a'", "\n"};
+ * may have begun before it (a contraction, a punctuation run, a digit group, o200k's marks
+ * with the newlines and slashes after them: "#\n//" is one piece, so in "#\n//." one ends
+ * before ".", which "//." alone does not cut), and what comes after the token decides some
+ * cuts (white space before a non-space, the end of the text). */
+static const char *const AUT_LEFT[] = {"",  "a", "A",  "0",  "00",  "!",
+                                       "!!", " ", "'", "a'", "\n", "!\n"};
 static const char *const AUT_RIGHT[] = {"", "a", "A", "0", "!", " ", "\n"};
 #define AUT_PROBE 2u /* bytes of the longest probe */
 
