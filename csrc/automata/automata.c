@@ -1664,14 +1664,17 @@ take:
     return ME_TAKE | ME_LIVE;
 }
 
-/* What mask_class decides of entry i (token t) alone, the probes asked where it leaves a cut
- * not known (MC_VALIDC): the decision of an entry with no class (AUT_CLS), for its verdict. */
-static unsigned entry_cs(const et_automaton *a, const struct mrun r, uint32_t i, uint32_t t)
+/* What mask_class decides of entry i (token t) alone (MC_DENY where the digit run refuses t),
+ * the probes asked where it leaves a cut not known (MC_VALIDC) if resolve: the decision of an
+ * entry with no class (AUT_CLS), for its verdict; of a group, not resolved (mask_long asks the
+ * probes only where a token of the class is no valid pair after l). */
+static unsigned entry_cs(const et_automaton *a, const struct mrun r, uint32_t i, uint32_t t,
+                         int resolve)
 {
     const unsigned v = r.drow ? r.drow[a->dig[t]] : 1u;
     if (!v) return MC_DENY;
     unsigned s = mask_class(a, r.mm, r.x, i, v);
-    if ((s & 7u) == MC_VALIDC)
+    if ((s & 7u) == MC_VALIDC && resolve)
         s = (probe_ok(a, r.mm, r.x, t, AUT_CUT) & AUT_CUT ? MC_PASS : MC_VALID) | (s & MC_LOOK);
     return s;
 }
@@ -1690,7 +1693,7 @@ ET_ALWAYS_INLINE static inline int mask_row(const et_automaton *a, const struct 
         const unsigned e = mask_entry(a, r, i, t, cls[i]);
         if (codes)
             codes[i - beg] = (uint8_t)((unsigned)(me_live(e) + 1) |
-                                       (cls[i] < AUT_CLS ? 0u : entry_cs(a, r, i, t) << 2));
+                                       (cls[i] < AUT_CLS ? 0u : entry_cs(a, r, i, t, 1) << 2));
         if ((e & ME_TAKE) && !mask_put(t, bits, ids, cap, w)) return ET_E_FULL;
     }
     return ET_OK;
@@ -1699,7 +1702,8 @@ ET_ALWAYS_INLINE static inline int mask_row(const et_automaton *a, const struct 
 /* A canonical mask of a long row with the pair set for l made, into bits (and ids, as mask_put's,
  * going on past cap: ET_E_FULL), noting in codes what mask_row notes unless codes is NULL (the
  * verdicts' stage 1: see vk_code). Every group of classes is decided first (entry_cs of its
- * first entry: "valid pair, else a cut" asked at once), then the entries go by blocks of 64:
+ * first entry; "valid pair, else whether a cut may fall" left so: the probes are asked only of
+ * a class with a token that is no valid pair after l), then the entries go by blocks of 64:
  * where its class's decision, the pair set's bit and the look-ahead kept for the key (lslot)
  * answer an entry, a word of the block does; mask_entry answers the others (classes that ask
  * entry by entry, odd tokens, look-aheads not known). Bit for bit mask_row's. */
@@ -1712,13 +1716,13 @@ static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *codes,
     const uint16_t *const cg = a->cgrp + a->cgrp_at[r.row];
     /* by a class's decision (cst), a byte shifted right by the pair set's bit for the entry
      * (1: no valid pair): bit 0, the pair passes; bits 4 and 5, the look-ahead is proven
-     * (MC_LOOK); bits 6 and 7, mask_entry decides (not decided, MC_TOK, and what entry_cs leaves
-     * no class with) */
-    static const uint8_t code[16] = {0xC0, 0x03, 0x00, 0x01, 0xC0, 0xC0, 0xC0, 0xC0,
-                                     0xF0, 0x33, 0x30, 0x31, 0xF0, 0xF0, 0xF0, 0xF0};
+     * (MC_LOOK); bits 6 and 7, mask_entry decides (not decided, MC_TOK, and MC_VALIDC's tokens
+     * that are no valid pair: the first asks the probes whether a cut may fall, for its class) */
+    static const uint8_t code[16] = {0xC0, 0x03, 0x00, 0x01, 0xC0, 0x81, 0xC0, 0xC0,
+                                     0xF0, 0x33, 0x30, 0x31, 0xF0, 0xB1, 0xF0, 0xF0};
     uint8_t *const cc = r.pi->cc; /* (first each group's decision: groups <= classes) */
     for (uint32_t g = 0; g < a->grep_at[r.row + 1u] - a->grep_at[r.row]; g++)
-        cc[g] = (uint8_t)entry_cs(a, r, rep[g], a->tok[rep[g]]);
+        cc[g] = (uint8_t)entry_cs(a, r, rep[g], a->tok[rep[g]], 0);
     for (uint32_t k = 0; k < n_cls; k++) cst[k] = (uint8_t)(cc[cg[k]] | (cst[k] & MC_LOOK));
     for (uint32_t k = 0; k < n_cls; k++) cc[k] = code[cst[k] & 15u];
     cc[AUT_CLS] = 0xC0u;
@@ -1785,7 +1789,8 @@ static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *codes,
             take |= (uint64_t)(got & ME_TAKE) << j;
             if (codes)
                 codes[o + j] = (uint8_t)((unsigned)(me_live(got) + 1) |
-                                         (cls[i] < AUT_CLS ? 0u : entry_cs(a, r, i, tok[i]) << 2));
+                                         (cls[i] < AUT_CLS ? 0u
+                                                           : entry_cs(a, r, i, tok[i], 1) << 2));
             if (cls[i] < AUT_CLS) cc[cls[i]] = code[cst[cls[i]] & 15u]; /* (what it learned) */
         }
         if (ids)
@@ -2023,7 +2028,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
                     continue; /* (not reached: a slot's tokens are its row's) */
                 const unsigned e = mask_entry(a, run, i, t, cls[i]);
                 take |= (uint64_t)(e & ME_TAKE) << (t & 63u);
-                vk_note(vk, t, vk_code(cls[i] < AUT_CLS ? cst[cls[i]] : entry_cs(a, run, i, t),
+                vk_note(vk, t, vk_code(cls[i] < AUT_CLS ? cst[cls[i]] : entry_cs(a, run, i, t, 1),
                                        !et_odd(a->odd, t), me_live(e)));
             }
 #ifdef AUT_CHECK_PAIRS
