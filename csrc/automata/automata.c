@@ -850,8 +850,13 @@ static int64_t join_state(const et_automaton *a, uint32_t row, uint32_t l2, uint
  * cuts (white space before a non-space, the end of the text). */
 static const char *const AUT_LEFT[] = {"",  "a", "A",  "0",  "00",  "!",
                                        "!!", " ", "'", "a'", "\n", "!\n"};
+/* And a contraction begun, put only before a text whose first letter may end it ("'l" before
+ * "l", "'r" and "'v" before "e", either case; after a letter too, as o200k's contractions
+ * follow one): after "'l", "LL" is cut between its letters ("'lL" is a contraction). */
+static const struct { const char *text; char before; } AUT_LEFT_APOS[] = {
+    {"'l", 'l'}, {"'r", 'e'}, {"'v", 'e'}, {"a'l", 'l'}, {"a'r", 'e'}, {"a'v", 'e'}};
 static const char *const AUT_RIGHT[] = {"", "a", "A", "0", "!", " ", "\n"};
-#define AUT_PROBE 2u /* bytes of the longest probe */
+#define AUT_PROBE 3u /* bytes of the longest probe */
 
 /* The number of bytes of the first n characters of p[0..len), or 0 if p is not UTF-8 (a token
  * that is part of a character: what it becomes is not known here). */
@@ -885,11 +890,16 @@ static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, s
         return AUT_CUT | AUT_INSIDE;
     uint8_t buf[AUT_PAIR_BYTES];
     size_t ends[AUT_PAIR_BYTES], n_out = 0, used = 0;
-    const size_t nx_probes = l2 == ET_NONE ? 1u : sizeof AUT_LEFT / sizeof *AUT_LEFT;
+    const size_t n_left = sizeof AUT_LEFT / sizeof *AUT_LEFT,
+                 n_apos = sizeof AUT_LEFT_APOS / sizeof *AUT_LEFT_APOS,
+                 nx_probes = l2 == ET_NONE ? 1u : n_left + n_apos;
     const size_t ny_probes = right ? sizeof AUT_RIGHT / sizeof *AUT_RIGHT : 1u;
+    const unsigned first = (n2 ? p2[0] : p[0]) | 0x20u; /* (the text after the probe before) */
     for (size_t x = 0; x < nx_probes; x++) {
-        size_t nx = strlen(AUT_LEFT[x]), from = nx + n2, at = from + nl;
-        memcpy(buf, AUT_LEFT[x], nx);
+        if (x >= n_left && first != (unsigned char)AUT_LEFT_APOS[x - n_left].before) continue;
+        const char *const left = x < n_left ? AUT_LEFT[x] : AUT_LEFT_APOS[x - n_left].text;
+        size_t nx = strlen(left), from = nx + n2, at = from + nl;
+        memcpy(buf, left, nx);
         if (n2) memcpy(buf + nx, p2, n2);
         memcpy(buf + from, p, nl);
         memcpy(buf + at, q, nt);
