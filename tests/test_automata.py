@@ -617,17 +617,23 @@ def test_shapes_keep_the_cuts(text):  # type: ignore[no-untyped-def]
 _RUNS = "aA! \t\n"  # shape bytes whose runs of three or more a shape keeps as two
 
 
+def _shape_token(seg: str, first: bool) -> str:
+    """csrc/automata's shape of one token's text (ASCII, runs kept whole): its letters named
+    one or two bytes after an apostrophe in it, and in its first two bytes where first."""
+    out = []
+    for i, c in enumerate(seg):
+        named = (i < 2 and (first or (i == 1 and seg[0] == "'"))) or \
+            (i >= 1 and seg[i - 1] == "'") or (i >= 2 and seg[i - 2] == "'")
+        out.append(c if named and c.lower() in "sdmtlver" else shaped(c))
+    return "".join(out)
+
+
 def _runs_shortened(seg: str, first: bool) -> str:
     """csrc/automata shape_str's runs on one token's text (ASCII): where a run of three or more
     characters of one shape byte in _RUNS (letters of one case not named after an apostrophe,
     ASCII punctuation but ' and /, spaces, tabs, newlines) stands, its first and last
     characters (first: the token's first two letters are named, as in a "first" shape)."""
-    def byte(i: int) -> str:
-        c = seg[i]
-        named = (i < 2 and (first or (i == 1 and seg[0] == "'"))) or \
-            (i >= 1 and seg[i - 1] == "'") or (i >= 2 and seg[i - 2] == "'")
-        return shaped(c) if not (named and c.lower() in "sdmtlver") else c
-    sh = [byte(i) for i in range(len(seg))]
+    sh = _shape_token(seg, first)
     out, i = [], 0
     while i < len(seg):
         j = i
@@ -669,17 +675,6 @@ def test_shapes_shorten_runs(segs, firsts):  # type: ignore[no-untyped-def]
     pats = {**shape_patterns(), "gpt2": GPT2_PATTERN, "qwen2": QWEN2_PATTERN}
     for name, pat in pats.items():
         assert _cut_profile(pat, segs) == _cut_profile(pat, short), (name, segs, short)
-
-
-def _shape_token(seg: str, first: bool) -> str:
-    """csrc/automata's shape of one token's text (ASCII, runs kept whole): its letters named
-    one or two bytes after an apostrophe in it, and in its first two bytes where first."""
-    out = []
-    for i, c in enumerate(seg):
-        named = (i < 2 and (first or (i == 1 and seg[0] == "'"))) or \
-            (i >= 1 and seg[i - 1] == "'") or (i >= 2 and seg[i - 2] == "'")
-        out.append(c if named and c.lower() in "sdmtlver" else shaped(c))
-    return "".join(out)
 
 
 def _first_shape(segs: "list[str]", k: int) -> bool:

@@ -848,7 +848,7 @@ static int64_t join_state(const et_automaton *a, uint32_t row, uint32_t l2, uint
  * with the newlines and slashes after them: "#\n//" is one piece, so in "#\n//." one ends
  * before ".", which "//." alone does not cut), and what comes after the token decides some
  * cuts (white space before a non-space, the end of the text). */
-static const char *const AUT_LEFT[] = {"",  "a", "A",  "0",  "00",  "!",
+static const char *const AUT_LEFT[] = {"",  "a", "A", "0",  "00", "!",
                                        "!!", " ", "'", "a'", "\n", "!\n"};
 /* And a contraction begun, put only before a text whose first letter may end it ("'l" before
  * "l", "'r" and "'v" before "e", either case; after a letter too, as o200k's contractions
