@@ -1,6 +1,6 @@
 """Token-level automata side by side in one run: edgetok's regex_automaton (plain and
-canonical), outlines-core's Index (compile) and llguidance's LLMatcher (compile, mask per
-token), on the structured-output patterns, for cl100k_base, o200k_base and Llama-3's 128k
+canonical), outlines-core's Index (compile), llguidance's LLMatcher and xgrammar's
+GrammarMatcher (compile, mask per token), on the structured-output patterns, for cl100k_base, o200k_base and Llama-3's 128k
 vocabulary (llama3: its tokens are not all made by its merges; pair tables without
 backtracking give it canonical automata too, README).
 
@@ -8,17 +8,21 @@ backtracking give it canonical automata too, README).
 
 Compile: the best of --compile-repeat runs, from a pattern to a ready automaton (outlines-core
 and edgetok build every state's mask up front; llguidance compiles lazily and makes masks on
-demand, so its compile is small and its masks cost more). Mask: the mean time to produce the
+demand, so its compile is small and its masks cost more; xgrammar's compile, one thread, no
+cache, keeps a mask per grammar state of the tokens it can decide up front and checks the rest
+at each step). Mask: the mean time to produce the
 allowed-token bitset at each step of a string of the pattern (its canonical encoding), as a
 decoding loop asks for it, Python call included: edgetok's allowed_into (a reused buffer),
-llguidance's fill_next_token_bitmask (a reused numpy array). edgetok's canonical masks: "canon"
+llguidance's and xgrammar's fill_next_token_bitmask (a reused numpy array; xgrammar's masks
+are checked equal to edgetok's plain ones at each step). edgetok's canonical masks: "canon"
 asked again (--repeat rounds: its bitset cache answers), "made" asked again of the C core
 itself (no bitset cache: every mask made, with what the automaton learned in earlier masks, after
 two untimed rounds: the steady cost),
 "cold" each state the first time on a fresh automaton, "new" each state the first time on an
 automaton that has served 20 other strings of the pattern (sampled from the plain automaton,
 seed 1; what a decoding loop that keeps its automaton meets). Peers missing: their columns say
-"-".
+"-" (xgrammar imports torch: `pip install xgrammar` brings it, some GB, so the bench extra
+does not).
 Memory: edgetok's automata, plain and canonical (et_automaton_bytes, at build: a canonical
 one's learning tables are fixed then; its bitset cache adds at most mask_cache bytes, and the
 model's pair set, shared by every canonical automaton of the model, is not counted).
@@ -88,6 +92,34 @@ def new_states(enc: "edgetok.Encoding", pattern: str, buf: bytearray,
     return total / timed if timed else None
 
 
+def xgrammar_masks(xgr, np, compiled, plain, ids: "list[int]",  # type: ignore[no-untyped-def]
+                   repeat: int, stop: int) -> float:
+    """The mean time of xgrammar's fill_next_token_bitmask at each step of ids (repeat rounds),
+    its masks checked equal to the plain automaton's (edgetok's bit order; xgrammar's int32
+    words are little-endian; its bits past the vocabulary, and its stop token, which it allows
+    where the text may end, are not compared: edgetok allows no special token)."""
+    m = xgr.GrammarMatcher(compiled)
+    bm = np.zeros((1, (plain.n_vocab + 31) // 32), dtype=np.int32)
+    nb, tail = (plain.n_vocab + 7) // 8, plain.n_vocab % 8
+    total = 0.0
+    for r in range(repeat):
+        m.reset()
+        s = plain.start
+        for t in ids:
+            t0 = time.perf_counter()
+            m.fill_next_token_bitmask(bm, 0)
+            total += time.perf_counter() - t0
+            if r == 0:
+                got = bytearray(bm[0].view(np.uint8).tobytes()[:nb])
+                if tail:
+                    got[-1] &= (1 << tail) - 1
+                got[stop >> 3] &= ~(1 << (stop & 7)) & 0xFF
+                assert bytes(got) == bytes(plain.allowed(s)), ("xgrammar's mask differs", t)
+                s = plain.next(s, t)
+            assert m.accept_token(t), t
+    return total / (repeat * len(ids))
+
+
 def encoding(name: str) -> "tuple[edgetok.Encoding, object]":
     """edgetok's encoding and a tiktoken Encoding with the same ids: a built-in and tiktoken's,
     or llama3: Llama-3's 128k vocabulary (the llama-bpe GGUF of the llama-cpp-python sdist,
@@ -124,6 +156,11 @@ def main() -> None:
         from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
     except ImportError:
         llguidance = None
+    try:
+        import numpy as np
+        import xgrammar as xgr
+    except ImportError:
+        xgr = None
     for name in args.encodings.split(","):
         enc, ref = encoding(name)
         print(f"\n{name}  (compile ms; mask us per step; memory KB)")
@@ -141,8 +178,18 @@ def main() -> None:
             t = time.perf_counter()
             lt = llguidance.tiktoken.lltokenizer_from_encoding(ref)
             print(f"  llguidance tokenizer: {(time.perf_counter() - t) * 1e3:.0f} ms (once)")
-        head = (f"  {'pattern':12} {'edgetok':>8} {'canon':>8} {'outlines':>9} {'llg':>7} | "
-                f"{'edgetok':>8} {'canon':>8} {'made':>8} {'cold':>8} {'new':>8} {'llg':>8} | "
+        xcomp = None
+        if xgr is not None:
+            t = time.perf_counter()
+            info = xgr.TokenizerInfo(
+                [b"" if enc.is_special_token(i) else enc.model.token_bytes(i) or b""
+                 for i in range(enc.n_vocab)],
+                xgr.VocabType.RAW, vocab_size=enc.n_vocab, stop_token_ids=[ref.eot_token])
+            xcomp = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
+            print(f"  xgrammar tokenizer info: {(time.perf_counter() - t) * 1e3:.0f} ms (once)")
+        head = (f"  {'pattern':12} {'edgetok':>8} {'canon':>8} {'outlines':>9} {'llg':>7} "
+                f"{'xgr':>7} | {'edgetok':>8} {'canon':>8} {'made':>8} {'cold':>8} {'new':>8} "
+                f"{'llg':>8} {'xgr':>8} | "
                 f"{'plain KB':>8} {'canon KB':>8} {'made/plain':>11} {'new/plain':>10} "
                 f"{'cold/plain':>11}")
         print(head)
@@ -160,6 +207,8 @@ def main() -> None:
             if lt is not None:
                 grammar = llguidance.grammar_from("regex", pattern)
                 c_llg = best(lambda: llguidance.LLMatcher(lt, grammar), args.compile_repeat)
+            c_xg = (best(lambda: xcomp.compile_regex(pattern), args.compile_repeat)
+                    if xcomp is not None else None)
             masks: "dict[object, float | None]" = {}
             memory: "dict[bool, int]" = {}
             for canonical in canonical_modes:
@@ -197,6 +246,10 @@ def main() -> None:
                         n += 1
                         assert m.consume_token(t), (key, t)
                 m_llg = total / n
+            m_xg = None
+            if xcomp is not None:
+                m_xg = xgrammar_masks(xgr, np, xcomp.compile_regex(pattern),
+                                      enc.regex_automaton(pattern), ids, args.repeat, ref.eot_token)
 
             def ms(x: "float | None") -> str:
                 return "-" if x is None else f"{x * 1e3:.1f}"
@@ -210,11 +263,12 @@ def main() -> None:
             made = f"{masks[True, 'made'] / masks[False]:.1f}x" if True in masks else "-"
             new = (f"{masks[True, 'new'] / masks[False]:.1f}x"
                    if True in masks and masks[True, "new"] is not None else "-")
-            print(f"  {key:12} {ms(c_plain):>8} {ms(c_canon):>8} {ms(c_oc):>9} {ms(c_llg):>7} | "
-                  f"{us(masks[False]):>8} {us(masks.get(True)):>8} "
+            print(f"  {key:12} {ms(c_plain):>8} {ms(c_canon):>8} {ms(c_oc):>9} {ms(c_llg):>7} "
+                  f"{ms(c_xg):>7} | {us(masks[False]):>8} {us(masks.get(True)):>8} "
                   f"{us(masks.get((True, 'made'))):>8} "
                   f"{us(masks.get((True, 'cold'))):>8} {us(masks.get((True, 'new'))):>8} "
-                  f"{us(m_llg):>8} | {memory[False] / 1024:8.0f} {kb(memory.get(True)):>8} "
+                  f"{us(m_llg):>8} {us(m_xg):>8} | {memory[False] / 1024:8.0f} "
+                  f"{kb(memory.get(True)):>8} "
                   f"{made:>11} {new:>10} {ratio:>11}")
 
 
