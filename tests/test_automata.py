@@ -941,6 +941,34 @@ def test_canonical_masks_one_byte_l2_any_order():  # type: ignore[no-untyped-def
     assert masks[0] == masks[1]
 
 
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_canonical_long_row_masks_agree_with_next(name, corpora):  # type: ignore[no-untyped-def]
+    """Masks of long rows (the pair set, kept verdicts, and where the pretokenizer cuts before
+    l whatever follows, the probes asked as if l began the text: csrc/automata cut_before)
+    and next() (none of these) agree token by token on states of real text after two tokens
+    (a sample of each row, and the text's own token, which must be allowed). (The soundness
+    tests ask masks only in a text's first three steps.)"""
+    ref = reference.tiktoken_encoding(name)
+    rng = random.Random(3)
+    checked = 0
+    for pattern in (r"[\s\S]*", r'[^"]{1,60}'):
+        a = automaton(name, pattern, True)
+        for kind, text in sorted(corpora.items()):
+            start = rng.randrange(len(text) - 200)
+            part = text[start:start + 60].replace('"', "")
+            s = a.start
+            for i, t in enumerate(ref.encode_ordinary(part)):
+                if i >= 2:
+                    allowed = set(a._native.allowed_ids(s))
+                    assert t in allowed, (pattern, part, i)
+                    for u in rng.sample(range(ref.n_vocab - 300), 400) + [t]:
+                        assert (u in allowed) == (a.next(s, u) >= 0), (pattern, part, i, u)
+                    checked += 1
+                s = a.next(s, t)
+                assert s >= 0, (pattern, part, i)
+    assert checked > 30
+
+
 def test_canonical_masks_from_threads():  # type: ignore[no-untyped-def]
     """Masks of one canonical automaton made by four threads at once (the kept look-aheads and
     verdicts are taken by one mask at a time; a mask that finds them all taken goes without)

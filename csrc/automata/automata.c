@@ -921,6 +921,42 @@ static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, s
     return 0;
 }
 
+/* Whether the pretokenizer cuts before l whatever follows it, with l2 before l and any one
+ * probe before l2 (probe()'s texts before the pair): the cut at l's start is one no following
+ * text can move (et_pretokenize without ET_FINAL: the cuts the streaming encoder keeps). Then
+ * the pieces from l on are those of the text that l begins, and every probe() of (l2, l, t)
+ * answers as probe(ET_NONE, l, t) does: a mask may ask the probes as if l began the text (keys
+ * shared by every l2 that cuts before l). 0 where not known (a text not UTF-8, too long). */
+static int cut_before(const et_model *m, uint32_t l2, uint32_t l)
+{
+    const uint8_t *p = NULL, *p2 = NULL;
+    const uint32_t nl = et_tok(m, l, &p), n2 = et_tok(m, l2, &p2);
+    if (!nl || !n2 || n2 + nl + AUT_PROBE > AUT_PAIR_BYTES || !utf8_chars(p, nl, nl) ||
+        !utf8_chars(p2, n2, n2))
+        return 0;
+    uint8_t buf[AUT_PAIR_BYTES];
+    size_t ends[AUT_PAIR_BYTES], n_out = 0, used = 0;
+    const size_t n_left = sizeof AUT_LEFT / sizeof *AUT_LEFT,
+                 n_apos = sizeof AUT_LEFT_APOS / sizeof *AUT_LEFT_APOS;
+    for (size_t x = 0; x < n_left + n_apos; x++) { /* (probe()'s texts before l2) */
+        if (x >= n_left && (p2[0] | 0x20u) != (unsigned char)AUT_LEFT_APOS[x - n_left].before)
+            continue;
+        const char *const left = x < n_left ? AUT_LEFT[x] : AUT_LEFT_APOS[x - n_left].text;
+        const size_t nx = strlen(left), from = nx + n2;
+        memcpy(buf, left, nx);
+        memcpy(buf + nx, p2, n2);
+        memcpy(buf + from, p, nl);
+        if (et_pretokenize(m, (const char *)buf, from + nl, 0, ends, AUT_PAIR_BYTES, &n_out,
+                           &used) ||
+            used < from)
+            return 0;
+        size_t e = 0;
+        while (e < n_out && ends[e] < from) e++;
+        if (e == n_out || ends[e] != from) return 0;
+    }
+    return 1;
+}
+
 /* t's first two characters, all of t if it is white space (a run's cuts look further), or
  * NULL when t is not UTF-8. Cuts before t depend on no more of it (see probe). */
 static const uint8_t *pair_head(const et_model *m, uint32_t t, size_t *nt)
@@ -1926,7 +1962,13 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     struct pctx x;
     uint32_t apart_memo[AUT_APART];
     const uint8_t *drow = NULL; /* dstep() after the state's run, where it may not be 1 */
-    pctx_init(a, &x, c.l2, c.l);
+    /* long rows: where the pretokenizer cuts before l whatever follows, the probes as if l
+     * began the text (fewer keys: they answer alike, see cut_before) */
+    pctx_init(a, &x,
+              c.l2 != ET_NONE && c.l != ET_NONE && n_row >= AUT_LONG && cut_before(m, c.l2, c.l)
+                  ? ET_NONE
+                  : c.l2,
+              c.l);
     pctx_look(a, &x);
     if (c.d || a->row_dig[c.row]) drow = a->dtab + (size_t)c.d * 256u;
     /* the pair set, where making it costs less than the row's pair tests could (each of its
