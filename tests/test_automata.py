@@ -202,6 +202,11 @@ def test_bitset_numpy_and_ids_agree(enc):  # type: ignore[no-untyped-def]
         arr = a.allowed_numpy(s)
         assert arr.dtype == np.bool_ and arr.shape == (enc.n_vocab,)
         assert np.flatnonzero(arr).tolist() == ids
+        # a buffer longer than the bitset, not clean: its bytes past the bitset are cleared (long
+        # rows copy a bitset made at build, others set a bit an id)
+        big = bytearray(b"\xff" * (len(bits) + 13))
+        assert a.allowed_into(s, big) == len(ids)
+        assert bytes(big) == bits + bytes(13)
         assert t in ids
         s = a.next(s, t)
     assert a.is_accepting(s) and a.next(s, enc.encode_ordinary("x")[0]) == -1

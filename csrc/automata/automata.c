@@ -65,6 +65,9 @@ struct et_automaton {
     uint32_t *tok;    /* allowed ids of each row, ascending */
     uint32_t *nxt;    /* the row each leads to */
     uint8_t *accept;  /* per row: the DFA state accepts */
+    uint32_t *rb_at;  /* plain: per row, its bitset's index in rb + 1 (0: none; see row_bits) */
+    uint64_t *rb;     /* plain: the bitsets by token id of the rows of vk_row() entries or more,
+                       * (n_vocab + 63) / 64 words each */
     _Atomic uint8_t *live; /* canonical: per (row, token) entry, what look-ahead proved */
     _Atomic uint32_t *wit; /* canonical: per entry, a next entry that proved it live (see
                             * entry_live): (offset in its row + 1) << 1 | valid pair; 0: none */
@@ -176,6 +179,8 @@ void et_automaton_free(et_automaton *a)
     free((void *)a->vk_busy);
     free((void *)a->vk_used);
     free(a->tinv);
+    free(a->rb_at);
+    free(a->rb);
     free(a);
 }
 
@@ -598,6 +603,32 @@ static int classes(et_automaton *a)
     return groups(a);
 }
 
+/* A plain automaton's masks of long rows (a 16th of the vocabulary or more: vk_row) are copies
+ * of their bitsets, made here: a word a store, where setting a bit an entry costs more than the
+ * bitset (cl100k, the e-mail pattern's rows of ~41,000 tokens: 17 -> ~2 us a mask, Python call
+ * included); memory at most a quarter of the rows' own (8 bytes an entry, a bit a token). */
+static int row_bits(et_automaton *a)
+{
+    const uint32_t V = a->n_vocab, need = vk_row(V);
+    const size_t words = ((size_t)V + 63u) / 64u;
+    uint32_t n = 0;
+    for (uint32_t r = 0; r < a->n_rows; r++) n += a->row[r + 1u] - a->row[r] >= need;
+    if (!n) return ET_OK;
+    if (!(a->rb_at = calloc(a->n_rows, sizeof *a->rb_at)) ||
+        !(a->rb = calloc((size_t)n * words, sizeof *a->rb)))
+        return ET_E_NOMEM;
+    a->bytes += (size_t)a->n_rows * sizeof *a->rb_at + (size_t)n * words * sizeof *a->rb;
+    n = 0;
+    for (uint32_t r = 0; r < a->n_rows; r++) {
+        if (a->row[r + 1u] - a->row[r] < need) continue;
+        uint64_t *const b = a->rb + (size_t)n * words;
+        a->rb_at[r] = ++n;
+        for (uint32_t i = a->row[r]; i < a->row[r + 1u]; i++)
+            b[a->tok[i] >> 6] |= (uint64_t)1 << (a->tok[i] & 63u);
+    }
+    return ET_OK;
+}
+
 static void learn_looks(const et_automaton *a, size_t used); /* (small automata) */
 int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *accept,
                        uint32_t n, unsigned flags, et_automaton **out)
@@ -693,6 +724,7 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
     a->row[rows] = (uint32_t)used;
     a->n_rows = rows;
     a->bytes = sizeof *a + ((size_t)rows + 1u) * 4u + rows + used * 8u;
+    if (!(flags & ET_AUT_CANONICAL) && (rc = row_bits(a)) != ET_OK) goto done;
     if (flags & ET_AUT_CANONICAL) {
         if (!(a->live = malloc(used ? used : 1u)) ||
             !(a->wit = malloc((used ? used : 1u) * sizeof *a->wit)))
@@ -1603,14 +1635,42 @@ static inline int mask_put(uint32_t t, uint8_t *bits, uint32_t *ids, size_t cap,
     return 1;
 }
 
-/* A mask of a plain automaton: row's tokens (as et_automaton_allowed's, bits cleared). (A
- * function of its own: the loop keeps its registers.) */
-ET_NOINLINE static int mask_plain(const et_automaton *a, uint32_t row, uint32_t *ids, size_t cap,
-                                  uint8_t *bits, size_t *n)
+/* Word w of a mask, little-endian, into bits (nb bytes in all). */
+static inline void store_word(uint8_t *bits, size_t nb, size_t w, uint64_t x)
 {
-    const uint32_t *const tok = a->tok, end = a->row[row + 1u]; /* (bits could alias a's) */
-    size_t w = 0;
-    for (uint32_t i = a->row[row]; i < end; i++)
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (w * 8u + 8u <= nb) {
+        memcpy(bits + w * 8u, &x, 8u);
+        return;
+    }
+#endif
+    for (size_t b = w * 8u; b < nb && b < w * 8u + 8u; b++, x >>= 8) bits[b] = (uint8_t)x;
+}
+
+/* A mask of a plain automaton: row's tokens (as et_automaton_allowed's; bits of nb bytes,
+ * cleared unless the row has a bitset: row_bits). (A function of its own: the loop keeps its
+ * registers.) */
+ET_NOINLINE static int mask_plain(const et_automaton *a, uint32_t row, uint32_t *ids, size_t cap,
+                                  uint8_t *bits, size_t nb, size_t *n)
+{
+    const uint32_t *const tok = a->tok, beg = a->row[row], end = a->row[row + 1u];
+    if (a->rb_at && a->rb_at[row]) { /* a long row: its bitset, and its ids as they are */
+        if (bits) {
+            const size_t words = ((size_t)a->n_vocab + 63u) / 64u;
+            const uint64_t *const b = a->rb + (size_t)(a->rb_at[row] - 1u) * words;
+            for (size_t q = 0; q < words; q++) store_word(bits, nb, q, b[q]);
+            if (nb > words * 8u) memset(bits + words * 8u, 0, nb - words * 8u);
+        }
+        if (ids) {
+            memcpy(ids, tok + beg, (end - beg < cap ? end - beg : cap) * sizeof *ids);
+            if (end - beg > cap) return ET_E_FULL;
+        }
+        *n = end - beg;
+        return ET_OK;
+    }
+    if (bits) memset(bits, 0, nb);
+    size_t w = 0; /* (bits could alias a's) */
+    for (uint32_t i = beg; i < end; i++)
         if (!mask_put(tok[i], bits, ids, cap, &w)) return ET_E_FULL;
     *n = w;
     return ET_OK;
@@ -1940,17 +2000,6 @@ static inline uint32_t row_seek(const uint32_t *tok, uint32_t lo, uint32_t hi, u
     return lo;
 }
 
-/* Word w of a mask, little-endian, into bits (nb bytes in all). */
-static inline void store_word(uint8_t *bits, size_t nb, size_t w, uint64_t x)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (w * 8u + 8u <= nb) {
-        memcpy(bits + w * 8u, &x, 8u);
-        return;
-    }
-#endif
-    for (size_t b = w * 8u; b < nb && b < w * 8u + 8u; b++, x >>= 8) bits[b] = (uint8_t)x;
-}
 
 int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, size_t cap,
                          uint8_t *bits, size_t nbytes, size_t *n)
@@ -1960,8 +2009,8 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
         return ET_E_ARG;
     *n = 0;
     if (!split_state(a, state, &c)) return ET_E_ARG;
+    if (!(a->flags & ET_AUT_CANONICAL)) return mask_plain(a, c.row, ids, cap, bits, nbytes, n);
     if (bits) memset(bits, 0, nbytes);
-    if (!(a->flags & ET_AUT_CANONICAL)) return mask_plain(a, c.row, ids, cap, bits, n);
     struct memo mm;
     uint64_t looks[1u << AUT_LOOK_BITS];
     if (!a->probes) memset(mm.key, 0, sizeof mm.key);
