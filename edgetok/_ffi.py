@@ -937,7 +937,10 @@ class NativeAutomaton:
         from array import array
 
         n, cap = ffi.new("size_t *"), self.n_vocab
-        bits, ids = ffi.new("uint8_t[]", (cap + 7) // 8), ffi.new("uint32_t[]", max(cap, 1))
+        # (not cleared: the C core writes every byte of bits and the first n ids; a room of
+        # n_vocab ids cleared cost more than a small automaton's first mask)
+        bits = _scratch_new("uint8_t[]", (cap + 7) // 8)
+        ids = _scratch_new("uint32_t[]", max(cap, 1))
         check(lib.et_automaton_allowed(self._a, state, ids, cap, bits, (cap + 7) // 8, n),
               "allowed")
         out = array("I")
