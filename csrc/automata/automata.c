@@ -92,6 +92,9 @@ struct et_automaton {
     uint32_t *cgrp_at; /* n_rows + 1 offsets into cgrp */
     uint32_t *grep;   /* the first entry of each group of those rows, from grep_at[row] */
     uint32_t *grep_at; /* n_rows + 1 offsets into grep */
+    _Atomic uint8_t *cany; /* per class of those rows (from cgrp_at[row]): 0 not known, 1 its
+                            * look-ahead proven after any token (look_any), 2 not */
+    _Atomic uint32_t always_runs; /* cut_always's probes run (see AUT_ALWAYS_CAP) */
     const struct et_pairset *ps; /* canonical, rows of AUT_LONG entries: the model's pair set */
     const uint64_t *odd; /* canonical, ET_FLAG_WHOLE models: et_odd_of(m) (see pair_valid) */
     uint64_t *inv;    /* AUT_SCRATCH bitsets of the pair set, each for one mask at a time */
@@ -163,6 +166,7 @@ void et_automaton_free(et_automaton *a)
     free(a->cgrp_at);
     free(a->grep);
     free(a->grep_at);
+    free((void *)a->cany);
     free(a->inv);
     free(a->inv_cc);
     free((void *)a->busy);
@@ -507,6 +511,8 @@ static int groups(et_automaton *a)
         if (a->row[r + 1u] - a->row[r] >= AUT_LONG) n_c += a->n_cls[r];
     }
     a->cgrp_at[rows] = (uint32_t)n_c;
+    if (!(a->cany = malloc(n_c ? n_c : 1u))) return ET_E_NOMEM;
+    for (size_t k = 0; k < n_c; k++) atomic_init(&a->cany[k], 0);
     while (cap < 2u * (size_t)AUT_CLS) cap *= 2;
     uint32_t *rep = malloc(cap * 4u), *gen = calloc(cap, 4u), *first = malloc(AUT_CLS * 4u);
     a->cgrp = malloc((n_c ? n_c : 1u) * sizeof *a->cgrp);
@@ -553,7 +559,7 @@ static int groups(et_automaton *a)
     free(rep);
     free(gen);
     free(first);
-    a->bytes += ((size_t)rows + 1u) * 8u + n_c * sizeof *a->cgrp + n_g * 4u;
+    a->bytes += ((size_t)rows + 1u) * 8u + n_c * (sizeof *a->cgrp + 1u) + n_g * 4u;
     return ET_OK;
 }
 
@@ -657,6 +663,7 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
     a->odd = odd;
     a->n_vocab = V;
     a->flags = flags;
+    atomic_init(&a->always_runs, 0u);
     a->row = malloc(((size_t)n + 1u) * 4u);
     a->accept = malloc(n);
     a->tok = malloc(cap * 4u);
@@ -906,22 +913,25 @@ static size_t utf8_chars(const uint8_t *p, size_t len, size_t n)
 
 #define AUT_CUT 1    /* probe(): the pretokenizer may cut between l and t */
 #define AUT_INSIDE 2 /* probe(): l and t may lie inside one piece */
+#define AUT_NOCUT 4  /* probe(): it may not cut there (a text with no cut between them) */
 
 /* Whether one of want can happen in some text that goes on as the automaton knows: the
  * pretokenizer cuts between l and t (AUT_CUT), or nowhere from l's first byte to t's last
  * (AUT_INSIDE); t[0..nt) is t or its first characters. Before l: l2 (ET_NONE: l starts the
  * text; AUT_ANY: not known), then any one probe; after t: any probe (right) or the end of the
  * text (!right). Pairs too long to look at, and tokens that are parts of characters, may.
- * Returns 0, or what the first text that answers allows (AUT_CUT, AUT_INSIDE or both: facts). */
+ * Returns 0, or what the first text that answers allows (AUT_CUT, AUT_INSIDE or both, and
+ * AUT_NOCUT where asked: facts). */
 static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, size_t nt,
                  int right, int want)
 {
     const uint8_t *p = NULL, *p2 = NULL;
     const int known = l2 != ET_NONE && l2 != AUT_ANY;
     uint32_t nl = et_tok(m, l, &p), n2 = known ? et_tok(m, l2, &p2) : 0;
+    const int may = AUT_CUT | AUT_INSIDE | (want & AUT_NOCUT); /* (not looked at) */
     if (!nl || !nt || (known && !n2) || n2 + nl + nt + 2u * AUT_PROBE > AUT_PAIR_BYTES ||
         !utf8_chars(p, nl, nl) || (n2 && !utf8_chars(p2, n2, n2)))
-        return AUT_CUT | AUT_INSIDE;
+        return may;
     uint8_t buf[AUT_PAIR_BYTES];
     size_t ends[AUT_PAIR_BYTES], n_out = 0, used = 0;
     const size_t n_left = sizeof AUT_LEFT / sizeof *AUT_LEFT,
@@ -942,13 +952,13 @@ static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, s
             memcpy(buf + at + nt, AUT_RIGHT[y], ny);
             if (et_pretokenize(m, (const char *)buf, n, ET_FINAL, ends, AUT_PAIR_BYTES, &n_out,
                                &used))
-                return AUT_CUT | AUT_INSIDE;
+                return may;
             int cut = 0, inside = 1;
             for (size_t e = 0; e < n_out && ends[e] < at + nt; e++) {
                 if (ends[e] == at) cut = 1;
                 if (ends[e] > from) inside = 0;
             }
-            const int got = (cut ? AUT_CUT : 0) | (inside ? AUT_INSIDE : 0);
+            const int got = (cut ? AUT_CUT : want & AUT_NOCUT) | (inside ? AUT_INSIDE : 0);
             if (got & want) return got;
         }
     }
@@ -1409,6 +1419,70 @@ static int look_by_cut(const et_automaton *a, const struct pctx *x, uint32_t t, 
     return uv >> 4 == DM_CUT || cut_known(a, (x->lk_s2 << 19 | sl) << 19 | su);
 }
 
+/* Whether the pretokenizer cuts between t and u in every text the probes put them in after any
+ * token (each probe before t, each after u's head: probe(AUT_ANY, ..., AUT_NOCUT) finds none
+ * without the cut). Then a cut may fall there after any token l before t as well: what l's text
+ * does before t, one of the probes does (the assumption the probes after any token rest on; the
+ * sanitized build checks it at every use, see mask_entry). Remembered in a->probes by t's first
+ * shape and u's head's (after any token), under AUT_ALWAYS in place of l's shape. */
+#define AUT_ALWAYS (AUT_SHAPE_MAX - 1u) /* (no l's shape + 2: see the probes' keys) */
+static int cut_always(const et_automaton *a, uint32_t t, uint32_t u)
+{
+    const uint32_t s0 = a->shape[(size_t)4u * t],
+                   st = a->shape[(size_t)4u * u + 2u + !apos_before(a, t, AUT_ANY)];
+    if (!a->probes || a->n_shapes + 3u > AUT_SHAPE_MAX || (s0 | st) >= AUT_SHAPE_MAX) return 0;
+    const uint64_t key = ((uint64_t)AUT_ALWAYS << 19 | s0) << 19 | st;
+    _Atomic uint64_t *const slot =
+        &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)];
+    const uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
+    if (v >> 4 == key) return (int)(v & AUT_CUT);
+    atomic_fetch_add_explicit(&((et_automaton *)a)->always_runs, 1u, /* (a count, as live[]) */
+                              memory_order_relaxed);
+    const uint8_t *q = NULL;
+    et_tok(a->m, u, &q);
+    const int always =
+        !(probe(a->m, AUT_ANY, t, q, a->head[u] & ~AUT_HEAD_FLAGS, 1, AUT_NOCUT) & AUT_NOCUT);
+    atomic_store_explicit(slot, key << 4 | AUT_CUT << 2 | (always ? AUT_CUT : 0u),
+                          memory_order_relaxed);
+    return always;
+}
+
+/* Whether t's bytes are ASCII. Classes of other tokens ask look_any only until cut_always has
+ * run AUT_ALWAYS_CAP probes in the automaton: their shapes are many (cl100k's JSON pattern asks
+ * ~10,000 keys of cut_always in 40 strings, o200k's ~200,000: 18% slower first masks than none;
+ * cl100k's 31% faster, 12% with ASCII classes alone). Masks are the same either way. */
+#define AUT_ALWAYS_CAP 20000u
+static int ascii_tok(const et_model *m, uint32_t t)
+{
+    const uint8_t *p = NULL;
+    const uint32_t n = et_tok(m, t, &p);
+    uint8_t any = 0;
+    for (uint32_t k = 0; k < n; k++) any |= p[k];
+    return any < 0x80u;
+}
+
+/* Whether entry i of a long row (token t; dt: the run after t, whatever the run before: t has
+ * no digit where runs are carried) is live after any token: live(AUT_ANY, i) by a witness j
+ * whose token u is live at AUT_LOOK - 1 and may follow t across a cut that falls whatever the
+ * token before t (the digit run cuts, or cut_always). Then so is every entry of its class, as
+ * look_by_cut proves it for one l. */
+static int look_any(const et_automaton *a, struct memo *mm, uint32_t i, uint32_t dt)
+{
+    const uint32_t t = a->tok[i], r = a->nxt[i];
+    if ((atomic_load_explicit(&a->live[i], memory_order_relaxed) & 15u) < AUT_LOOK &&
+        entry_live(a, mm, AUT_ANY, i, AUT_LOOK, 0u) < 0)
+        return 0;
+    const uint32_t w = atomic_load_explicit(&a->wit[i], memory_order_relaxed),
+                   j = a->row[r] + (w >> 1) - 1u;
+    if (!w || j >= a->row[r + 1u] ||
+        (atomic_load_explicit(&a->live[j], memory_order_relaxed) & 15u) < AUT_LOOK - 1u)
+        return 0;
+    const uint32_t u = a->tok[j];
+    const unsigned uv = dstep(a, dt, u);
+    if (!uv || uv >> 4 == DM_JOIN || !(a->head[u] & ~AUT_HEAD_FLAGS)) return 0;
+    return uv >> 4 == DM_CUT || cut_always(a, t, u);
+}
+
 static int entry_look(const et_automaton *a, struct memo *mm, const struct pctx *x, uint32_t i,
                       uint32_t dt);
 
@@ -1520,7 +1594,7 @@ int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
         if (!(v = dstep(a, c.d, token))) return -1;
         if (!a->probes) memset(mm.key, 0, sizeof mm.key);
         mm.look = NULL;
-        pctx_init(a, &x, c.l2, c.l);
+            pctx_init(a, &x, c.l2, c.l);
         pctx_look(a, &x);
         if (entry_ok(a, &mm, &x, lo, -1, v) <= 0) return -1;
     }
@@ -1756,6 +1830,25 @@ ET_ALWAYS_INLINE static inline unsigned mask_entry(const et_automaton *a, const 
         break;
     }
     if (s & MC_LOOK) goto take;
+    if (k < a->cgrp_at[r.row + 1u] - a->cgrp_at[r.row] && !(a->dig[t] & DG_N)) {
+        /* a long row's class: its look-ahead after any token, once for every mask */
+        _Atomic uint8_t *const ca = &a->cany[a->cgrp_at[r.row] + k];
+        unsigned c = atomic_load_explicit(ca, memory_order_relaxed);
+        if (!c) {
+            if (ascii_tok(a->m, t) ||
+                atomic_load_explicit(&a->always_runs, memory_order_relaxed) < AUT_ALWAYS_CAP) {
+                c = look_any(a, r.mm, i, (v & 15u) - 1u) ? 1u : 2u;
+                atomic_store_explicit(ca, (uint8_t)c, memory_order_relaxed);
+            }
+        }
+        if (c == 1u) {
+#ifdef AUT_CHECK_PAIRS
+            if (!entry_look(a, r.mm, r.x, i, (v & 15u) - 1u)) abort(); /* (after this l too) */
+#endif
+            cst[k] |= MC_LOOK;
+            goto take;
+        }
+    }
     const int kept = r.lslot >= 0 ? lk_entry(a, r.lslot, r.row, i, 0) : 0;
     if (kept == LK_LIVE) goto take;
     if (kept == LK_DEAD) {
@@ -1847,7 +1940,11 @@ static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *codes,
     uint8_t *const cc = r.pi->cc; /* (first each group's decision: groups <= classes) */
     for (uint32_t g = 0; g < a->grep_at[r.row + 1u] - a->grep_at[r.row]; g++)
         cc[g] = (uint8_t)entry_cs(a, r, rep[g], a->tok[rep[g]], 0);
-    for (uint32_t k = 0; k < n_cls; k++) cst[k] = (uint8_t)(cc[cg[k]] | (cst[k] & MC_LOOK));
+    const _Atomic uint8_t *const ca = a->cany + a->cgrp_at[r.row]; /* (look_any's) */
+    for (uint32_t k = 0; k < n_cls; k++)
+        cst[k] = (uint8_t)(cc[cg[k]] | (cst[k] & MC_LOOK) |
+                           (atomic_load_explicit(&ca[k], memory_order_relaxed) == 1u ? MC_LOOK
+                                                                                   : 0u));
     for (uint32_t k = 0; k < n_cls; k++) cc[k] = code[cst[k] & 15u];
     cc[AUT_CLS] = 0xC0u;
     const uint32_t *const tok = a->tok, *const pos = r.pi->pos;
