@@ -94,7 +94,8 @@ struct et_automaton {
     uint32_t *grep_at; /* n_rows + 1 offsets into grep */
     _Atomic uint8_t *cany; /* per class of those rows (from cgrp_at[row]): 0 not known, 1 its
                             * look-ahead proven after any token (look_any), 2 not */
-    _Atomic uint32_t always_runs; /* cut_always's probes run (see AUT_ALWAYS_CAP) */
+    _Atomic uint32_t *count; /* canonical: [0] cut_always's probes run (see AUT_ALWAYS_CAP),
+                              * [1] masks made of long rows (AUT_ANY_AFTER) */
     const struct et_pairset *ps; /* canonical, rows of AUT_LONG entries: the model's pair set */
     const uint64_t *odd; /* canonical, ET_FLAG_WHOLE models: et_odd_of(m) (see pair_valid) */
     uint64_t *inv;    /* AUT_SCRATCH bitsets of the pair set, each for one mask at a time */
@@ -167,6 +168,7 @@ void et_automaton_free(et_automaton *a)
     free(a->grep);
     free(a->grep_at);
     free((void *)a->cany);
+    free((void *)a->count);
     free(a->inv);
     free(a->inv_cc);
     free((void *)a->busy);
@@ -663,7 +665,6 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
     a->odd = odd;
     a->n_vocab = V;
     a->flags = flags;
-    atomic_init(&a->always_runs, 0u);
     a->row = malloc(((size_t)n + 1u) * 4u);
     a->accept = malloc(n);
     a->tok = malloc(cap * 4u);
@@ -741,6 +742,9 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
             atomic_init(&a->wit[i], 0);
         }
         a->bytes += used * (1u + sizeof *a->wit);
+        if (!(a->count = malloc(2u * sizeof *a->count))) goto done;
+        atomic_init(&a->count[0], 0u);
+        atomic_init(&a->count[1], 0u);
         a->dig_g = m->pretok == ET_PRETOK_O200K ? 3u
                    : m->pretok == ET_PRETOK_CL100K || m->pretok == ET_PRETOK_LLAMA3 ? m->pretok_param
                    : m->pretok == ET_PRETOK_GPT2 && m->pretok_param == 1u ? 1u : 0u;
@@ -1436,8 +1440,7 @@ static int cut_always(const et_automaton *a, uint32_t t, uint32_t u)
         &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)];
     const uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
     if (v >> 4 == key) return (int)(v & AUT_CUT);
-    atomic_fetch_add_explicit(&((et_automaton *)a)->always_runs, 1u, /* (a count, as live[]) */
-                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&a->count[0], 1u, memory_order_relaxed);
     const uint8_t *q = NULL;
     et_tok(a->m, u, &q);
     const int always =
@@ -1452,6 +1455,13 @@ static int cut_always(const et_automaton *a, uint32_t t, uint32_t u)
  * ~10,000 keys of cut_always in 40 strings, o200k's ~200,000: 18% slower first masks than none;
  * cl100k's 31% faster, 12% with ASCII classes alone). Masks are the same either way. */
 #define AUT_ALWAYS_CAP 20000u
+/* And only once an automaton has made this many masks of long rows: its learning costs a first
+ * mask that makes it 3-4 times as much (cl100k, a fresh automaton's first JSON masks 0.36 ->
+ * 1.4 ms), where a decoding loop that keeps its automaton gains (later first masks of a state
+ * -23%). Masks are the same either way. */
+#ifndef AUT_ANY_AFTER
+#define AUT_ANY_AFTER 16u /* (0 in the fuzzer and the sanitized tests: every mask asks) */
+#endif
 static int ascii_tok(const et_model *m, uint32_t t)
 {
     const uint8_t *p = NULL;
@@ -1762,6 +1772,7 @@ struct mrun {
     const struct pinv *pi;
     uint32_t row;
     int lslot;
+    int any; /* look_any may be asked (the automaton has made AUT_ANY_AFTER long masks) */
 };
 
 /* Whether entry i (token t, class k) of a canonical mask's row is allowed (ME_TAKE), and what
@@ -1830,13 +1841,13 @@ ET_ALWAYS_INLINE static inline unsigned mask_entry(const et_automaton *a, const 
         break;
     }
     if (s & MC_LOOK) goto take;
-    if (k < a->cgrp_at[r.row + 1u] - a->cgrp_at[r.row] && !(a->dig[t] & DG_N)) {
+    if (r.any && k < a->cgrp_at[r.row + 1u] - a->cgrp_at[r.row] && !(a->dig[t] & DG_N)) {
         /* a long row's class: its look-ahead after any token, once for every mask */
         _Atomic uint8_t *const ca = &a->cany[a->cgrp_at[r.row] + k];
         unsigned c = atomic_load_explicit(ca, memory_order_relaxed);
         if (!c) {
             if (ascii_tok(a->m, t) ||
-                atomic_load_explicit(&a->always_runs, memory_order_relaxed) < AUT_ALWAYS_CAP) {
+                atomic_load_explicit(&a->count[0], memory_order_relaxed) < AUT_ALWAYS_CAP) {
                 c = look_any(a, r.mm, i, (v & 15u) - 1u) ? 1u : 2u;
                 atomic_store_explicit(ca, (uint8_t)c, memory_order_relaxed);
             }
@@ -2227,7 +2238,12 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
             }
         }
     }
-    const struct mrun run = {&mm, &x, cst, drow, after_l, &pi, c.row, lslot};
+    /* long rows: look_any once the automaton has made AUT_ANY_AFTER of their masks (it learns
+     * for every later mask; a fresh automaton's first masks do without) */
+    const int any = n_row >= AUT_LONG &&
+                    atomic_fetch_add_explicit(&a->count[1], 1u, memory_order_relaxed) + 1u >
+                        AUT_ANY_AFTER;
+    const struct mrun run = {&mm, &x, cst, drow, after_l, &pi, c.row, lslot, any};
     int rc = ET_OK;
     const uint32_t *const tok = a->tok, beg = a->row[c.row], end = a->row[c.row + 1u];
     const uint16_t *const cls = a->cls;
