@@ -20,7 +20,8 @@
  * not exact. What they learn is kept for every later mask and thread, in memory fixed at
  * build: per entry a look-ahead byte, a witness and a class (7 bytes; see classes()), per row
  * its number of classes (2 bytes), per class of a long row its group (2 bytes; see groups())
- * and per group its first entry (4 bytes), and two direct-mapped tables of 2 slots an entry,
+ * and whether its look-ahead holds after any token (1 byte; look_any), per group its first
+ * entry (4 bytes), and two direct-mapped tables of 2 slots an entry,
  * 2^10 to 2^17 slots of 8 bytes each (pair_valid's and the probes', at most 2 MiB in all);
  * every store a fact, relaxed atomics. Masks of long rows (AUT_LONG) take the tokens that are
  * no valid pair after l from the model's pair set (csrc/bpe/pairset.c) in one
