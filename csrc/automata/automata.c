@@ -93,8 +93,9 @@ struct et_automaton {
     uint32_t *cgrp_at; /* n_rows + 1 offsets into cgrp */
     uint32_t *grep;   /* the first entry of each group of those rows, from grep_at[row] */
     uint32_t *grep_at; /* n_rows + 1 offsets into grep */
-    _Atomic uint8_t *cany; /* per class of those rows (from cgrp_at[row]): 0 not known, 1 its
-                            * look-ahead proven after any token (look_any), 2 not */
+    _Atomic uint8_t *cany; /* per class of those rows (from cgrp_at[row]): 0 not asked, 1 its
+                            * look-ahead proven after any token (look_any), 2 not (or not
+                            * asked: a class of non-ASCII tokens past AUT_ALWAYS_CAP) */
     _Atomic uint32_t *count; /* canonical: [0] cut_always's probes run (see AUT_ALWAYS_CAP),
                               * [1] masks made of long rows (AUT_ANY_AFTER) */
     const struct et_pairset *ps; /* canonical, rows of AUT_LONG entries: the model's pair set */
@@ -903,6 +904,17 @@ static const struct { const char *text; char before; } AUT_LEFT_APOS[] = {
     {"'l", 'l'}, {"'r", 'e'}, {"'v", 'e'}, {"a'l", 'l'}, {"a'r", 'e'}, {"a'v", 'e'}};
 static const char *const AUT_RIGHT[] = {"", "a", "A", "0", "!", " ", "\n"};
 #define AUT_PROBE 3u /* bytes of the longest probe */
+#define AUT_N_LEFT (sizeof AUT_LEFT / sizeof *AUT_LEFT + sizeof AUT_LEFT_APOS / sizeof *AUT_LEFT_APOS)
+
+/* Probe text x (< AUT_N_LEFT) put before a text whose first byte is first, or NULL where it is
+ * not put there (AUT_LEFT_APOS's conditions). */
+static inline const char *left_probe(size_t x, unsigned first)
+{
+    const size_t n = sizeof AUT_LEFT / sizeof *AUT_LEFT;
+    if (x < n) return AUT_LEFT[x];
+    return (first | 0x20u) == (unsigned char)AUT_LEFT_APOS[x - n].before ? AUT_LEFT_APOS[x - n].text
+                                                                          : NULL;
+}
 
 /* The number of bytes of the first n characters of p[0..len), or 0 if p is not UTF-8 (a token
  * that is part of a character: what it becomes is not known here). */
@@ -939,14 +951,12 @@ static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, s
         return may;
     uint8_t buf[AUT_PAIR_BYTES];
     size_t ends[AUT_PAIR_BYTES], n_out = 0, used = 0;
-    const size_t n_left = sizeof AUT_LEFT / sizeof *AUT_LEFT,
-                 n_apos = sizeof AUT_LEFT_APOS / sizeof *AUT_LEFT_APOS,
-                 nx_probes = l2 == ET_NONE ? 1u : n_left + n_apos;
+    const size_t nx_probes = l2 == ET_NONE ? 1u : AUT_N_LEFT;
     const size_t ny_probes = right ? sizeof AUT_RIGHT / sizeof *AUT_RIGHT : 1u;
-    const unsigned first = (n2 ? p2[0] : p[0]) | 0x20u; /* (the text after the probe before) */
+    const unsigned first = n2 ? p2[0] : p[0]; /* (the text after the probe before) */
     for (size_t x = 0; x < nx_probes; x++) {
-        if (x >= n_left && first != (unsigned char)AUT_LEFT_APOS[x - n_left].before) continue;
-        const char *const left = x < n_left ? AUT_LEFT[x] : AUT_LEFT_APOS[x - n_left].text;
+        const char *const left = left_probe(x, first);
+        if (!left) continue;
         size_t nx = strlen(left), from = nx + n2, at = from + nl;
         memcpy(buf, left, nx);
         if (n2) memcpy(buf + nx, p2, n2);
@@ -985,12 +995,9 @@ static int cut_before(const et_model *m, uint32_t l2, uint32_t l)
         return 0;
     uint8_t buf[AUT_PAIR_BYTES];
     size_t ends[AUT_PAIR_BYTES], n_out = 0, used = 0;
-    const size_t n_left = sizeof AUT_LEFT / sizeof *AUT_LEFT,
-                 n_apos = sizeof AUT_LEFT_APOS / sizeof *AUT_LEFT_APOS;
-    for (size_t x = 0; x < n_left + n_apos; x++) { /* (probe()'s texts before l2) */
-        if (x >= n_left && (p2[0] | 0x20u) != (unsigned char)AUT_LEFT_APOS[x - n_left].before)
-            continue;
-        const char *const left = x < n_left ? AUT_LEFT[x] : AUT_LEFT_APOS[x - n_left].text;
+    for (size_t x = 0; x < AUT_N_LEFT; x++) { /* (probe()'s texts before l2) */
+        const char *const left = left_probe(x, p2[0]);
+        if (!left) continue;
         const size_t nx = strlen(left), from = nx + n2;
         memcpy(buf, left, nx);
         memcpy(buf + nx, p2, n2);
@@ -1180,6 +1187,12 @@ static void pctx_look(const et_automaton *a, struct pctx *x)
     x->lk_free = !(l != ET_NONE && apos_before(a, l, AUT_ANY));
 }
 
+/* The slot of a->probes that holds key's answer, if any (key << 4 | bits). */
+static inline _Atomic uint64_t *probe_slot(const et_automaton *a, uint64_t key)
+{
+    return &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)];
+}
+
 /* What the probes know of a pair: AUT_CUT and AUT_INSIDE known (<< 2), and those of them
  * possible; the answer to want: 1, 0, or -1 where it is not known yet. */
 static inline int pm_answer(unsigned k, unsigned want)
@@ -1203,7 +1216,7 @@ static unsigned probe_ok(const et_automaton *a, struct memo *mm, const struct pc
     unsigned k = 0;
     if (x->packed && st < AUT_SHAPE_MAX) {
         key = x->k0 << 19 | st;
-        slot = &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)];
+        slot = probe_slot(a, key);
         const uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
         if (v >> 4 == key) k = (unsigned)(v & 15u);
     } else {
@@ -1397,8 +1410,7 @@ static void learn_looks(const et_automaton *a, size_t used)
 /* Whether the probes know a cut may fall in the pair of key (packed as in probe_ok). */
 static inline int cut_known(const et_automaton *a, uint64_t key)
 {
-    const uint64_t v = atomic_load_explicit(
-        &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)], memory_order_relaxed);
+    const uint64_t v = atomic_load_explicit(probe_slot(a, key), memory_order_relaxed);
     return v >> 4 == key && (v & AUT_CUT);
 }
 
@@ -1437,8 +1449,7 @@ static int cut_always(const et_automaton *a, uint32_t t, uint32_t u)
                    st = a->shape[(size_t)4u * u + 2u + !apos_before(a, t, AUT_ANY)];
     if (!a->probes || a->n_shapes + 3u > AUT_SHAPE_MAX || (s0 | st) >= AUT_SHAPE_MAX) return 0;
     const uint64_t key = ((uint64_t)AUT_ALWAYS << 19 | s0) << 19 | st;
-    _Atomic uint64_t *const slot =
-        &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)];
+    _Atomic uint64_t *const slot = probe_slot(a, key);
     const uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
     if (v >> 4 == key) return (int)(v & AUT_CUT);
     atomic_fetch_add_explicit(&a->count[0], 1u, memory_order_relaxed);
@@ -1552,9 +1563,7 @@ static int entry_look(const et_automaton *a, struct memo *mm, const struct pctx 
                            st = a->shape[(size_t)4u * u + 2u + !apos_before(a, t, x->l)];
             if ((sl | st) < AUT_SHAPE_MAX) {
                 const uint64_t key = (x->lk_s2 << 19 | sl) << 19 | st;
-                const uint64_t v = atomic_load_explicit(
-                    &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)],
-                    memory_order_relaxed);
+                const uint64_t v = atomic_load_explicit(probe_slot(a, key), memory_order_relaxed);
                 if (v >> 4 == key && (v & (w & 1u ? AUT_CUT | AUT_INSIDE : AUT_CUT))) return 1;
             }
         }
@@ -1847,11 +1856,12 @@ ET_ALWAYS_INLINE static inline unsigned mask_entry(const et_automaton *a, const 
         _Atomic uint8_t *const ca = &a->cany[a->cgrp_at[r.row] + k];
         unsigned c = atomic_load_explicit(ca, memory_order_relaxed);
         if (!c) {
-            if (ascii_tok(a->m, t) ||
-                atomic_load_explicit(&a->count[0], memory_order_relaxed) < AUT_ALWAYS_CAP) {
-                c = look_any(a, r.mm, i, (v & 15u) - 1u) ? 1u : 2u;
-                atomic_store_explicit(ca, (uint8_t)c, memory_order_relaxed);
-            }
+            c = (ascii_tok(a->m, t) ||
+                 atomic_load_explicit(&a->count[0], memory_order_relaxed) < AUT_ALWAYS_CAP) &&
+                        look_any(a, r.mm, i, (v & 15u) - 1u)
+                    ? 1u
+                    : 2u;
+            atomic_store_explicit(ca, (uint8_t)c, memory_order_relaxed);
         }
         if (c == 1u) {
 #ifdef AUT_CHECK_PAIRS
@@ -2241,9 +2251,11 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     }
     /* long rows: look_any once the automaton has made AUT_ANY_AFTER of their masks (it learns
      * for every later mask; a fresh automaton's first masks do without) */
-    const int any = n_row >= AUT_LONG &&
-                    atomic_fetch_add_explicit(&a->count[1], 1u, memory_order_relaxed) + 1u >
-                        AUT_ANY_AFTER;
+    int any = 0;
+    if (n_row >= AUT_LONG) /* (counted until then: no store shared by threads after) */
+        any = atomic_load_explicit(&a->count[1], memory_order_relaxed) + 1u > AUT_ANY_AFTER ||
+              atomic_fetch_add_explicit(&a->count[1], 1u, memory_order_relaxed) + 1u >
+                  AUT_ANY_AFTER;
     const struct mrun run = {&mm, &x, cst, drow, after_l, &pi, c.row, lslot, any};
     int rc = ET_OK;
     const uint32_t *const tok = a->tok, beg = a->row[c.row], end = a->row[c.row + 1u];
