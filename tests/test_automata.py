@@ -573,8 +573,8 @@ def shaped(text: str) -> str:
     """csrc/automata's shapes() rule on a whole text: over its UTF-8 bytes, a digit becomes
     '0', ASCII punctuation other than ' and / becomes '!', a letter 'a' or 'A' (case kept)
     unless it is a contraction letter one or two bytes after an apostrophe; a character beyond
-    ASCII that is not one or two bytes after an apostrophe becomes one of the same classes
-    (et_ucd_bits) and the same UTF-8 length."""
+    ASCII becomes one of the same classes (et_ucd_bits) and the same UTF-8 length, but for
+    U+017F one or two bytes after an apostrophe (the `regex` module's (?i:'s) takes it)."""
     b = text.encode()
     out = bytearray(b)
     i = 0
@@ -583,7 +583,7 @@ def shaped(text: str) -> str:
         c = b[i]
         named = (i >= 1 and b[i - 1] == 0x27) or (i >= 2 and b[i - 2] == 0x27)
         if n > 1:
-            if not named:
+            if not (named and ch == "\u017f"):
                 out[i:i + n] = _stand_ins()[_classes(ch), n].encode()
         elif 0x30 <= c <= 0x39:
             out[i] = 0x30
@@ -619,32 +619,51 @@ def test_shapes_keep_the_cuts(text):  # type: ignore[no-untyped-def]
             [len(p) for p in regex.findall(pat, other)], (name, text, other)
 
 
-_RUNS = "aA! \t\n"  # shape bytes whose runs of three or more a shape keeps as two
+_RUNS = "aA! \t\n"  # ASCII shape bytes whose runs of three or more a shape keeps as two
+
+
+def _char_shapes(seg: str, first: bool) -> "list[tuple[object, ...]]":
+    """csrc/automata's shape of one token's text, a key per character (shape_str): named
+    where an apostrophe is one or two bytes before it, or in the token's first two bytes where
+    first (letters of the contractions kept, and U+017F); else an ASCII character by its
+    shape byte, another by its classes and UTF-8 length."""
+    b = seg.encode()
+    out: "list[tuple[object, ...]]" = []
+    i = 0
+    for c in seg:
+        n = len(c.encode())
+        named = (i < 2 and (first or (i == 1 and b[0] == 0x27))) or \
+            (i >= 1 and b[i - 1] == 0x27) or (i >= 2 and b[i - 2] == 0x27)
+        if n > 1:
+            out.append(("raw", c) if named and c == "\u017f" else ("cls", _classes(c), n))
+        else:
+            out.append(("raw", c) if named and c.lower() in "sdmtlver" else ("ascii", shaped(c)))
+        i += n
+    return out
 
 
 def _shape_token(seg: str, first: bool) -> str:
-    """csrc/automata's shape of one token's text (ASCII, runs kept whole): its letters named
-    one or two bytes after an apostrophe in it, and in its first two bytes where first."""
-    out = []
-    for i, c in enumerate(seg):
-        named = (i < 2 and (first or (i == 1 and seg[0] == "'"))) or \
-            (i >= 1 and seg[i - 1] == "'") or (i >= 2 and seg[i - 2] == "'")
-        out.append(c if named and c.lower() in "sdmtlver" else shaped(c))
-    return "".join(out)
+    """csrc/automata's shape of one token's text (runs kept whole), as a text of the same
+    shape: named characters kept, the others replaced by shaped()'s stand-ins."""
+    return "".join(k[1] if k[0] in ("raw", "ascii") else shaped(c)  # type: ignore[misc]
+                   for c, k in zip(seg, _char_shapes(seg, first)))
 
 
 def _runs_shortened(seg: str, first: bool) -> str:
-    """csrc/automata shape_str's runs on one token's text (ASCII): where a run of three or more
-    characters of one shape byte in _RUNS (letters of one case not named after an apostrophe,
-    ASCII punctuation but ' and /, spaces, tabs, newlines) stands, its first and last
-    characters (first: the token's first two letters are named, as in a "first" shape)."""
-    sh = _shape_token(seg, first)
+    """csrc/automata shape_str's runs on one token's text: where a run of three or more
+    characters of one shape stands (letters of one case, ASCII punctuation but ' and /,
+    spaces, tabs, newlines, and characters beyond ASCII of one class and length but digits,
+    none of them named), its first and last characters."""
+    sh = _char_shapes(seg, first)
     out, i = [], 0
     while i < len(seg):
         j = i
         while j < len(seg) and sh[j] == sh[i]:
             j += 1
-        out.append(seg[i] + seg[j - 1] if sh[i] in _RUNS and j - i >= 3 else seg[i:j])
+        k = sh[i]
+        run = (k[0] == "ascii" and k[1] in _RUNS) or \
+            (k[0] == "cls" and not int(k[1]) & 2)  # type: ignore[call-overload]
+        out.append(seg[i] + seg[j - 1] if run and j - i >= 3 else seg[i:j])
         i = j
     return "".join(out)
 
@@ -659,7 +678,9 @@ def _cut_profile(pat: str, segs: "list[str]") -> "list[tuple[bool, bool]]":
     return out
 
 
-_RUN_CHARS = "abxzABXZsdmtlverSDLVE'0189 .,-/!?\n\t\r_"
+_RUN_CHARS = ("abxzABXZsdmtlverSDLVE'0189 .,-/!?\n\t\r_"
+              "\u00e9\u00c9\u00df\u01c5\u02b0\u4e2d\u0301\u0663\u00a0\u3000\u20ac\U0001F600"
+              "\u2028\u017f\u0130\u0e01\u0e31\u00b2\u0085")
 
 
 @settings(max_examples=400, deadline=None)
@@ -717,18 +738,22 @@ def test_shapes_first_in_context(segs):  # type: ignore[no-untyped-def]
 def test_canonical_runs_any_order(name):  # type: ignore[no-untyped-def]
     """Tokens whose shapes differ only in their runs' lengths share what the probes answered
     for the first of them (csrc/automata shape_str): so the masks of states whose last tokens
-    are runs of every length (spaces, newlines, tabs, marks, words) must not depend on which
-    of them an automaton asked first. Two fresh automata ask them in opposite orders; a run kept
-    too short (two spaces taken for one) makes them differ."""
+    are runs of every length (spaces, newlines, tabs, marks, words, Cyrillic, Han, accented
+    Latin, after an apostrophe or not) must not depend on which of them an automaton asked
+    first. Two fresh automata ask them in opposite orders; a run kept too short (two spaces
+    taken for one) makes them differ."""
     import re
 
     enc = encodings(name)[0]
-    runs = re.compile(rb"(?:[ ]+|\n+|\t+|[!.,-]+|[a-z]+| [a-z]+|[A-Z]+|[ ]+[!.]+|[a-z]+[ ]+)")
+    runs = re.compile("(?:[ ]+|\n+|\t+|[!.,-]+|[a-z]+| [a-z]+|[A-Z]+|[ ]+[!.]+|[a-z]+[ ]+"
+                      "|[\u0430-\u044f]+| [\u0430-\u044f]+|[\u0410-\u042f][\u0430-\u044f]*"
+                      "|[\u4e00-\u9fff]+|[\u00e0-\u00fc\u017f]+|'[a-z\u00e0-\u00fc\u017f]*)")
     toks = [t for t in range(enc.n_vocab) if not enc.is_special_token(t)
-            and 1 <= len(b := enc.model.token_bytes(t) or b"") <= 6 and runs.fullmatch(b)]
+            and 1 <= len(b := enc.model.token_bytes(t) or b"") <= 9
+            and runs.fullmatch(b.decode(errors="replace"))]
     rng = random.Random(5)
-    pat = r"[ \n\ta-zA-Z!.,-]{1,24}"
-    pairs = [(rng.choice(toks), rng.choice(toks)) for _ in range(60)]
+    pat = r"[ \n\ta-zA-Z!.,'\u00e0-\u00fc\u017f\u0410-\u044f\u4e00-\u9fff-]{1,24}"
+    pairs = [(rng.choice(toks), rng.choice(toks)) for _ in range(80)]
     by_l = sorted(pairs, key=lambda p: (len(enc.model.token_bytes(p[1])), p))
     masks = []
     for order in (by_l, by_l[::-1]):

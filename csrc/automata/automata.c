@@ -198,9 +198,11 @@ void et_automaton_free(et_automaton *a)
  * 'm 'll 'd, either case) in the two places after an apostrophe. So the cuts in a text stay
  * where they are when a digit becomes '0', other ASCII punctuation '!', and a letter 'a' or
  * 'A' (its case kept) unless it is one of the two bytes after an apostrophe (same length).
- * Beyond ASCII they tell characters apart only by et_ucd_bits' classes, so a character not
- * in those two places becomes its classes and UTF-8 length (shape_str; kept where named: the
- * regex module takes 'ſ for a contraction); a text that is not UTF-8 keeps its other bytes.
+ * Beyond ASCII they tell characters apart only by et_ucd_bits' classes, so a character
+ * becomes its classes and UTF-8 length (shape_str), but for U+017F in those two places (the
+ * regex module's case-insensitive 's takes 'ſ for a contraction: the one character beyond
+ * ASCII whose case folds to a contraction's letter); a text that is not UTF-8 keeps its
+ * other bytes.
  * Texts of the same shape are cut alike, and probe() answers are remembered
  * by the shapes of what it puts together. A token's shape names the letters after its own
  * apostrophes, and in its first two bytes too when an apostrophe may lie in the two bytes
@@ -208,6 +210,7 @@ void et_automaton_free(et_automaton *a)
  * apos_before; after 'r' alone, the byte before it is the token's before that, where a probe
  * may put an apostrophe: "'re"). tests/test_automata.py checks the rule
  * against the patterns with the `regex` module. */
+#define AUT_LONG_S 0x17Fu /* ſ */
 static uint8_t shape_byte(uint8_t c, int named)
 {
     if (c >= '0' && c <= '9') return '0';
@@ -257,16 +260,29 @@ static inline uint8_t shape_at(const struct shape_map *sm, const uint8_t *p, uin
 }
 
 /* Runs. The same patterns tell a run of three or more letters of one case, ASCII punctuation
- * marks, spaces, tabs or newlines from a run of two of them in no cut: the cuts in a run of
- * these are at its ends, and before its last character (white space before a non-space), and a
- * piece never takes part of such a run unless the run's first character (` ?`, a mark before
- * letters) or its last. So a shape keeps two of such a run, the first and last of its shape
- * bytes, and shapes of texts that differ only in these runs' lengths are one
- * (tests/test_automata.py checks it with the `regex` module: a text and its runs shortened are
- * cut alike, token by token). Digits are not shortened (groups of three), nor named letters. */
+ * marks, spaces, tabs or newlines, or characters beyond ASCII of one shape (classes and
+ * length), from a run of two of them in no cut: the cuts in a run of these are at its ends,
+ * and before its last character (white space before a non-space), and a piece never takes part
+ * of such a run unless the run's first character (` ?`, a mark before letters) or its last. So
+ * a shape keeps two of such a run, its first and last characters, and shapes of texts that
+ * differ only in these runs' lengths are one (tests/test_automata.py checks it with the `regex`
+ * module: a text and its runs shortened are cut alike, token by token). Digits are not
+ * shortened (groups of three), nor named characters. */
 static inline int shape_run(uint8_t c)
 {
     return c == 'a' || c == 'A' || c == '!' || c == ' ' || c == '\t' || c == '\n';
+}
+/* The length of the character at a shape byte of shape_str's: 1 for ASCII, k for 0xF6 + k,
+ * a named character's UTF-8 length for its first byte. */
+static inline size_t shape_len(uint8_t c)
+{
+    return c < 0x80u ? 1u : c >= 0xF7u ? c - 0xF6u : c >= 0xF0u ? 4u : c >= 0xE0u ? 3u : 2u;
+}
+/* Whether the character of k bytes at s is one whose runs shorten: a shape_run byte, or a
+ * character beyond ASCII by its classes that is no \p{N} (digits go in groups of three). */
+static inline int shape_run_at(const uint8_t *s, size_t k)
+{
+    return k == 1u ? shape_run(s[0]) : s[0] >= 0xF7u && !(s[1] & ET_U_N);
 }
 
 /* The shape of p[0..n) in out (at most n bytes; *len: how many): ASCII bytes by shape_at; a
@@ -292,7 +308,7 @@ static int shape_str(const struct shape_map *sm, const uint8_t *p, uint32_t n, i
             continue;
         }
         const uint32_t cp = et_utf8_decode(p, n, i, &k);
-        if (shape_named(p, i, first)) {
+        if (cp == AUT_LONG_S && shape_named(p, i, first)) {
             memcpy(out + i, p + i, k);
             continue;
         }
@@ -300,11 +316,18 @@ static int shape_str(const struct shape_map *sm, const uint8_t *p, uint32_t n, i
         out[i + 1u] = (uint8_t)(0x80u | et_ucd_bits(cp));
         for (size_t j = 2; j < k; j++) out[i + j] = 0xBFu;
     }
-    uint32_t o = 0; /* runs: a byte is dropped where the one before it and the one after are it */
-    for (uint32_t i = 0; i < n; i++)
-        if (!(o && i + 1u < n && shape_run(out[i]) && out[o - 1u] == out[i] &&
-              out[i + 1u] == out[i]))
-            out[o++] = out[i];
+    /* runs: a character is dropped where the one kept before it and the one after are it */
+    uint32_t o = 0, prev = 0, pk = 0; /* the last kept character: out[prev, prev + pk) */
+    for (uint32_t i = 0; i < n; i += (uint32_t)k) {
+        k = shape_len(out[i]);
+        if (!(pk == k && i + 2u * k <= n && shape_run_at(out + i, k) &&
+              !memcmp(out + prev, out + i, k) && !memcmp(out + i + k, out + i, k))) {
+            memmove(out + o, out + i, k);
+            prev = o;
+            pk = (uint32_t)k;
+            o += (uint32_t)k;
+        }
+    }
     *len = o;
     return 0;
 }
@@ -1463,9 +1486,10 @@ static int cut_always(const et_automaton *a, uint32_t t, uint32_t u)
 }
 
 /* Whether t's bytes are ASCII. Classes of other tokens ask look_any only until cut_always has
- * run AUT_ALWAYS_CAP probes in the automaton: their shapes are many (cl100k's JSON pattern asks
- * ~10,000 keys of cut_always in 40 strings, o200k's ~200,000: 18% slower first masks than none;
- * cl100k's 31% faster, 12% with ASCII classes alone). Masks are the same either way. */
+ * run AUT_ALWAYS_CAP probes in the automaton: their shapes can be many (o200k's JSON pattern
+ * asked ~200,000 keys of cut_always in 40 strings, 18% slower first masks than none, before
+ * shapes shortened runs of characters beyond ASCII and kept only ſ named among them; now
+ * fewer than the cap). Masks are the same either way. */
 #define AUT_ALWAYS_CAP 20000u
 /* And only once an automaton has made this many masks of long rows: its learning costs a first
  * mask that makes it 3-4 times as much (cl100k, a fresh automaton's first JSON masks 0.36 ->
