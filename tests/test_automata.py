@@ -977,8 +977,8 @@ def test_canonical_long_row_masks_agree_with_next(name, corpora):  # type: ignor
     whatever follows the probes asked as if l began the text: csrc/automata cut_before, and
     classes whose look-ahead holds after any token: look_any) and next() (none of these) agree
     token by token on states of real text after two tokens (a sample of each row, and the
-    text's own token, which must be allowed). (The soundness tests ask masks only in a text's
-    first three steps.)"""
+    text's own token, which must be allowed), and the masks as ids and as a bitset agree. (The
+    soundness tests ask masks only in a text's first three steps.)"""
     ref = reference.tiktoken_encoding(name)
     rng = random.Random(3)
     checked = 0
@@ -993,7 +993,13 @@ def test_canonical_long_row_masks_agree_with_next(name, corpora):  # type: ignor
             s = a.start
             for i, t in enumerate(ref.encode_ordinary(part)):
                 if i >= 2:
+                    # the mask as a bitset first (a state's first: csrc/automata mask_whole
+                    # where the row has a bitset), then as ids: the same
+                    buf = bytearray((ref.n_vocab + 7) // 8)
+                    a._native.allowed_into(s, buf)
                     allowed = set(a._native.allowed_ids(s))
+                    assert {k for k in range(ref.n_vocab) if buf[k >> 3] >> (k & 7) & 1} == allowed, \
+                        (pattern, part, i)
                     assert t in allowed, (pattern, part, i)
                     for u in rng.sample(range(ref.n_vocab - 300), 400) + [t]:
                         assert (u in allowed) == (a.next(s, u) >= 0), (pattern, part, i, u)

@@ -28,7 +28,8 @@
  * of AUT_SCRATCH bitsets of the automaton, each held by one mask at a time; they keep what the
  * look-ahead proved by (row, digit run, l's shape) (lk_take), and rows of a 16th of the
  * vocabulary or more keep every entry's verdict by that and the probes' shapes (vk_code), so
- * that a mask of a key seen before takes 64 tokens at a time.
+ * that a mask of a key seen before takes 64 tokens at a time; a first one starts from the
+ * row's bitset and asks only the entries a valid pair does not settle (mask_whole).
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -66,9 +67,10 @@ struct et_automaton {
     uint32_t *tok;    /* allowed ids of each row, ascending */
     uint32_t *nxt;    /* the row each leads to */
     uint8_t *accept;  /* per row: the DFA state accepts */
-    uint32_t *rb_at;  /* plain: per row, its bitset's index in rb + 1 (0: none; see row_bits) */
-    uint64_t *rb;     /* plain: the bitsets by token id of the rows of vk_row() entries or more,
-                       * (n_vocab + 63) / 64 words each */
+    uint32_t *rb_at;  /* per row, its bitset's index in rb + 1 (0: none; see row_bits) */
+    uint64_t *rb;     /* the bitsets by token id of the rows of vk_row() entries or more,
+                       * (n_vocab + 63) / 64 words each (plain masks copy them; canonical
+                       * ones clear what they refuse) */
     _Atomic uint8_t *live; /* canonical: per (row, token) entry, what look-ahead proved */
     _Atomic uint32_t *wit; /* canonical: per entry, a next entry that proved it live (see
                             * entry_live): (offset in its row + 1) << 1 | valid pair; 0: none */
@@ -636,10 +638,12 @@ static int classes(et_automaton *a)
     return groups(a);
 }
 
-/* A plain automaton's masks of long rows (a 16th of the vocabulary or more: vk_row) are copies
- * of their bitsets, made here: a word a store, where setting a bit an entry costs more than the
- * bitset (cl100k, the e-mail pattern's rows of ~41,000 tokens: 17 -> ~2 us a mask, Python call
- * included); memory at most a quarter of the rows' own (8 bytes an entry, a bit a token). */
+/* Masks of long rows (a 16th of the vocabulary or more: vk_row) start from their bitsets, made
+ * here: a plain automaton's are copies, a word a store, where setting a bit an entry costs more
+ * than the bitset (cl100k, the e-mail pattern's rows of ~41,000 tokens: 17 -> ~2 us a mask,
+ * Python call included); a canonical one's take out what they refuse (mask_whole; 91-95% of
+ * such a row is taken). Memory at most a quarter of the rows' own (8 bytes an entry, a bit a
+ * token; canonical rows hold 15). */
 static int row_bits(et_automaton *a)
 {
     const uint32_t V = a->n_vocab, need = vk_row(V);
@@ -757,7 +761,7 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
     a->row[rows] = (uint32_t)used;
     a->n_rows = rows;
     a->bytes = sizeof *a + ((size_t)rows + 1u) * 4u + rows + used * 8u;
-    if (!(flags & ET_AUT_CANONICAL) && (rc = row_bits(a)) != ET_OK) goto done;
+    if ((rc = row_bits(a)) != ET_OK) goto done;
     if (flags & ET_AUT_CANONICAL) {
         if (!(a->live = malloc(used ? used : 1u)) ||
             !(a->wit = malloc((used ? used : 1u) * sizeof *a->wit)))
@@ -1804,6 +1808,7 @@ struct mrun {
     const uint8_t *drow;
     const uint64_t *after_l;
     const struct pinv *pi;
+    const uint64_t *tinv; /* mask_long: pi's bits by token id (et_pairset_by_token), or NULL */
     uint32_t row;
     int lslot;
     int any; /* look_any may be asked (the automaton has made AUT_ANY_AFTER long masks) */
@@ -1962,6 +1967,90 @@ ET_ALWAYS_INLINE static inline int mask_row(const et_automaton *a, const struct 
     return ET_OK;
 }
 
+/* By a class's decision (cst), a byte shifted right by the pair set's bit for the entry (1: no
+ * valid pair): bit 0, the pair passes; bits 4 and 5, the look-ahead is proven (MC_LOOK); bits 6
+ * and 7, mask_entry decides (not decided, MC_TOK, and MC_VALIDC's tokens that are no valid pair:
+ * the first asks the probes whether a cut may fall, for its class). (mask_long) */
+static const uint8_t MC_CODE[16] = {0xC0, 0x03, 0x00, 0x01, 0xC0, 0x81, 0xC0, 0xC0,
+                                    0xF0, 0x33, 0x30, 0x31, 0xF0, 0xB1, 0xF0, 0xF0};
+
+/* What mask_long answers for entry i (token t) of code e (its class's, shifted by the pair
+ * set's bit), the look-aheads kept for the key in live (and dead lk_half words on, where
+ * lslot >= 0): whether it is taken. */
+ET_NOINLINE static int whole_entry(const et_automaton *a, const struct mrun r, uint8_t *cc,
+                                   const uint64_t *live, uint32_t i, uint32_t t, unsigned e)
+{
+    const uint32_t o = i - a->row[r.row], k = a->cls[i];
+    const unsigned pass = e & 1u, look = e >> 4 & 1u;
+    unsigned slow = (e >> 6 & 1u) | (unsigned)et_odd(a->odd, t);
+    if (!slow && pass && !look) { /* the look-ahead kept, where the key has it */
+        if (r.lslot < 0) slow = 1;
+        else if (live[o >> 6] >> (o & 63u) & 1u) return 1;
+        else if (live[a->lk_half + (o >> 6)] >> (o & 63u) & 1u) return 0;
+        else slow = 1;
+    }
+    if (!slow) return (int)(pass & look);
+    const unsigned got = mask_entry(a, r, i, t, k);
+    if (k < AUT_CLS) cc[k] = MC_CODE[r.cst[k] & 15u]; /* (what it learned) */
+    return (got & ME_TAKE) != 0;
+}
+
+/* mask_long's mask of a row with a bitset (row_bits) into bits, by 64 token ids at a time: the
+ * tokens of the word go in, but those mask_long would refuse. It asks whole_entry of the
+ * tokens that are no valid pair after l (tinv) or odd, and of those whose class does not take
+ * a valid pair outright; most of a long row's entries are neither. Bit for bit mask_long's. */
+static int mask_whole(const et_automaton *a, const struct mrun r, uint8_t *cc,
+                      const uint64_t *live, uint8_t *bits, size_t *n)
+{
+    const size_t words = ((size_t)a->n_vocab + 63u) / 64u, nbytes = ((size_t)a->n_vocab + 7u) / 8u;
+    const uint64_t *const rb = a->rb + (size_t)(a->rb_at[r.row] - 1u) * words, *const odd = a->odd,
+                   *const tinv = r.tinv;
+    const uint32_t *const tok = a->tok;
+    const uint16_t *const cls = a->cls;
+    uint32_t i0 = a->row[r.row];
+    size_t w = 0;
+    for (size_t q = 0; q < words; q++) {
+        const uint64_t R = rb[q];
+        if (!R) {
+            store_word(bits, nbytes, q, 0);
+            continue;
+        }
+        uint64_t out = 0, done = 0; /* (done: by the word's entries, j-th at bit j) */
+        const uint64_t inv = tinv[q];
+        const uint64_t od = odd ? odd[q] : 0u;
+        for (uint64_t x = (inv | od) & R; x; x &= x - 1u) {
+            const uint64_t b = x & (0 - x);
+            const uint32_t j = (uint32_t)et_popcount64(R & (b - 1u)), i = i0 + j;
+            const unsigned c = cc[cls[i]], e = inv & b ? c >> 1 : c;
+            done |= (uint64_t)1 << j;
+            if (!(e & 0x40u) && !(od & b) && (!(e & 1u) || (e & 0x10u))) { /* (none to ask) */
+                if (!(e & 1u)) out |= b;
+            } else if (!whole_entry(a, r, cc, live, i, tok[i], e)) {
+                out |= b;
+            }
+        }
+        const uint32_t nj = (uint32_t)et_popcount64(R);
+        for (uint32_t j = 0; j < nj; j++) {
+            const unsigned c = cc[cls[i0 + j]];
+            if ((c & 0x51u) == 0x11u || (done >> j & 1u)) continue; /* (a valid pair taken) */
+            if (!(c & 0x41u) || !whole_entry(a, r, cc, live, i0 + j, tok[i0 + j], c))
+                out |= (uint64_t)1 << (tok[i0 + j] & 63u); /* (no pass, none to ask: refused) */
+        }
+#ifdef AUT_CHECK_PAIRS
+        /* each bit is mask_entry's */
+        for (uint32_t jj = 0; jj < nj; jj++)
+            if (((mask_entry(a, r, i0 + jj, tok[i0 + jj], cls[i0 + jj]) & ME_TAKE) != 0) ==
+                (int)(out >> (tok[i0 + jj] & 63u) & 1u))
+                abort();
+#endif
+        store_word(bits, nbytes, q, R & ~out);
+        w += (size_t)et_popcount64(R & ~out);
+        i0 += nj;
+    }
+    *n = w;
+    return ET_OK;
+}
+
 /* A canonical mask of a long row with the pair set for l made, into bits (and ids, as mask_put's,
  * going on past cap: ET_E_FULL), noting in codes what mask_row notes unless codes is NULL (the
  * verdicts' stage 1: see vk_code). Every group of classes is decided first (entry_cs of its
@@ -1977,12 +2066,7 @@ static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *codes,
     const uint32_t beg = a->row[r.row], end = a->row[r.row + 1u], n_cls = a->n_cls[r.row];
     const uint32_t *const rep = a->grep + a->grep_at[r.row];
     const uint16_t *const cg = a->cgrp + a->cgrp_at[r.row];
-    /* by a class's decision (cst), a byte shifted right by the pair set's bit for the entry
-     * (1: no valid pair): bit 0, the pair passes; bits 4 and 5, the look-ahead is proven
-     * (MC_LOOK); bits 6 and 7, mask_entry decides (not decided, MC_TOK, and MC_VALIDC's tokens
-     * that are no valid pair: the first asks the probes whether a cut may fall, for its class) */
-    static const uint8_t code[16] = {0xC0, 0x03, 0x00, 0x01, 0xC0, 0x81, 0xC0, 0xC0,
-                                     0xF0, 0x33, 0x30, 0x31, 0xF0, 0xB1, 0xF0, 0xF0};
+    const uint8_t *const code = MC_CODE;
     uint8_t *const cc = r.pi->cc; /* (first each group's decision: groups <= classes) */
     for (uint32_t g = 0; g < a->grep_at[r.row + 1u] - a->grep_at[r.row]; g++)
         cc[g] = (uint8_t)entry_cs(a, r, rep[g], a->tok[rep[g]], 0);
@@ -1995,9 +2079,19 @@ static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *codes,
     cc[AUT_CLS] = 0xC0u;
     const uint32_t *const tok = a->tok, *const pos = r.pi->pos;
     const uint16_t *const cls = a->cls;
-    const uint64_t *const inv = r.pi->bits, *const odd = a->odd;
+    const uint64_t *const inv = r.pi->bits, *const odd = a->odd, *const tinv = r.tinv;
     static const uint64_t none[1] = {0};
     const uint64_t *const live = r.lslot >= 0 ? a->lk + (size_t)r.lslot * a->lk_words : none;
+    /* a row with a bitset (row_bits): it goes in whole, and what the mask refuses goes out
+     * (most of such a row is taken) */
+    const int whole = bits && a->rb_at && a->rb_at[r.row];
+    if (whole && tinv && !ids && !codes) return mask_whole(a, r, cc, live, bits, n);
+    if (whole) {
+        const size_t words = ((size_t)a->n_vocab + 63u) / 64u,
+                     nbytes = ((size_t)a->n_vocab + 7u) / 8u;
+        const uint64_t *const b = a->rb + (size_t)(a->rb_at[r.row] - 1u) * words;
+        for (size_t q = 0; q < words; q++) store_word(bits, nbytes, q, b[q]);
+    }
     const uint64_t *const dead = r.lslot >= 0 ? live + a->lk_half : none;
     const size_t step = r.lslot >= 0; /* (none: one zero word for every block) */
     const uint64_t ones = 0x0101010101010101ull, gather = 0x0102040810204080ull;
@@ -2006,10 +2100,16 @@ static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *codes,
     for (uint32_t o = 0; o < end - beg; o += 64u) { /* blocks of 64 entries, as lk's words */
         const uint32_t nb = end - beg - o < 64u ? end - beg - o : 64u, b0 = beg + o;
         uint8_t e[64];
-        for (uint32_t j = 0; j < nb; j++) {
-            const uint32_t p = pos[tok[b0 + j]];
-            e[j] = (uint8_t)(cc[cls[b0 + j]] >> (inv[p >> 6] >> (p & 63u) & 1u));
-        }
+        if (tinv) /* (by token id: the row's order) */
+            for (uint32_t j = 0; j < nb; j++) {
+                const uint32_t t = tok[b0 + j];
+                e[j] = (uint8_t)(cc[cls[b0 + j]] >> (tinv[t >> 6] >> (t & 63u) & 1u));
+            }
+        else
+            for (uint32_t j = 0; j < nb; j++) {
+                const uint32_t p = pos[tok[b0 + j]];
+                e[j] = (uint8_t)(cc[cls[b0 + j]] >> (inv[p >> 6] >> (p & 63u) & 1u));
+            }
         memset(e + nb, 0, 64u - nb);
         uint64_t pass = 0, look = 0, slow = 0; /* the bits 0, 4 and 6 of e, entry j at bit j */
         for (unsigned q = 0; q < 8u; q++) {
@@ -2032,7 +2132,8 @@ static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *codes,
         for (uint32_t j = 0; j < nb; j++) {
             const uint32_t i = b0 + j, t = tok[i];
             if (et_odd(odd, t)) continue;
-            if ((int)!(inv[pos[t] >> 6] >> (pos[t] & 63u) & 1u) != et_valid_pair(a->m, r.x->l, t))
+            if ((int)!(inv[pos[t] >> 6] >> (pos[t] & 63u) & 1u) != et_valid_pair(a->m, r.x->l, t) ||
+                (tinv && (tinv[t >> 6] >> (t & 63u) & 1u) != (inv[pos[t] >> 6] >> (pos[t] & 63u) & 1u)))
                 abort();
             if (slow >> j & 1u || a->accept[a->nxt[i]]) continue;
             const unsigned cv = r.drow ? r.drow[a->dig[t]] : 1u;
@@ -2067,7 +2168,12 @@ static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *codes,
             }
         else
             w += et_popcount64(take);
-        if (bits)
+        if (whole)
+            for (uint64_t out = ~take & (~0ull >> (64u - nb)); out; out &= out - 1u) {
+                const uint32_t t = tok[b0 + et_ctz64(out)];
+                bits[t >> 3] &= (uint8_t)~(1u << (t & 7u));
+            }
+        else if (bits)
             for (; take; take &= take - 1u) {
                 const uint32_t t = tok[b0 + et_ctz64(take)];
                 bits[t >> 3] |= (uint8_t)(1u << (t & 7u));
@@ -2280,7 +2386,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
         any = atomic_load_explicit(&a->count[1], memory_order_relaxed) + 1u > AUT_ANY_AFTER ||
               atomic_fetch_add_explicit(&a->count[1], 1u, memory_order_relaxed) + 1u >
                   AUT_ANY_AFTER;
-    const struct mrun run = {&mm, &x, cst, drow, after_l, &pi, c.row, lslot, any};
+    struct mrun run = {&mm, &x, cst, drow, after_l, &pi, NULL, c.row, lslot, any};
     int rc = ET_OK;
     const uint32_t *const tok = a->tok, beg = a->row[c.row], end = a->row[c.row + 1u];
     const uint16_t *const cls = a->cls;
@@ -2322,6 +2428,10 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     } else if (x.pi && n_row >= AUT_LONG &&
                (pi.made ? pi.made
                         : (pi.made = et_pairset_invalid(pi.ps, c.l, pi.bits) ? 1 : -1)) > 0) {
+        if (a->tinv && slot >= 0 && n_row >= vk_row(a->n_vocab)) { /* (few refused: cheap) */
+            run.tinv = a->tinv + (size_t)slot * vw;
+            et_pairset_by_token(pi.ps, pi.bits, a->tinv + (size_t)slot * vw);
+        }
         rc = mask_long(a, run, vstage ? codes : NULL, bits, ids, cap, &w);
     } else {
         rc = vstage ? mask_row(a, run, beg, end, codes, bits, ids, cap, &w)

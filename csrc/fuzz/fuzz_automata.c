@@ -107,8 +107,15 @@ static int utf8(const uint8_t *p, size_t n)
 /* The mask of state s (n ids, ascending, into ids; bits): checked against itself. */
 static size_t mask(const et_automaton *a, uint32_t V, int64_t s, uint32_t *ids, uint8_t *bits)
 {
-    size_t n = 0, nb = (V + 7u) / 8u, set = 0;
+    size_t n = 0, nb = (V + 7u) / 8u, set = 0, n3 = 0;
+    /* the bitset alone first (a state's first mask: mask_whole where the row has a bitset),
+     * then with the ids: the same */
+    uint8_t *const alone = malloc(nb ? nb : 1u);
+    CHECK(alone != NULL);
+    CHECK(et_automaton_allowed(a, s, NULL, 0, alone, nb, &n3) == ET_OK);
     CHECK(et_automaton_allowed(a, s, ids, V, bits, nb, &n) == ET_OK);
+    CHECK(n3 == n && !memcmp(alone, bits, nb));
+    free(alone);
     CHECK(n <= V);
     for (size_t i = 0; i < n; i++) {
         CHECK(ids[i] < V && (i == 0 || ids[i - 1] < ids[i]));

@@ -32,11 +32,19 @@ static uint32_t next_rand(void)
 static int check_state(const et_automaton *a, int64_t s, uint32_t nv, uint32_t *ids,
                        uint8_t *bits, size_t nbytes, size_t *k)
 {
-    size_t k2 = 0, set = 0;
+    size_t k2 = 0, k3 = 0, set = 0;
     int bad = 0;
-    if (et_automaton_allowed(a, s, ids, nv, bits, nbytes, k) ||
-        et_automaton_allowed(a, s, NULL, 0, NULL, 0, &k2) || *k != k2)
+    /* the bitset alone first (a state's first mask: mask_whole where the row has a bitset),
+     * then with the ids, then the count: the same */
+    uint8_t *const alone = malloc(nbytes ? nbytes : 1u);
+    if (!alone || et_automaton_allowed(a, s, NULL, 0, alone, nbytes, &k3) ||
+        et_automaton_allowed(a, s, ids, nv, bits, nbytes, k) ||
+        et_automaton_allowed(a, s, NULL, 0, NULL, 0, &k2) || *k != k2 || *k != k3 ||
+        memcmp(alone, bits, nbytes)) {
+        free(alone);
         return 1;
+    }
+    free(alone);
     for (size_t b = 0; b < nbytes; b++)
         for (unsigned x = 0; x < 8; x++) set += bits[b] >> x & 1u;
     for (size_t j = 0; j < *k; j++)
