@@ -1511,11 +1511,43 @@ static int ascii_tok(const et_model *m, uint32_t t)
     return any < 0x80u;
 }
 
+/* The first index >= lo of row entries [lo, hi) whose token is >= t (tok ascending): doubling
+ * steps, then halving (a mask's slow tokens, in order). */
+static inline uint32_t row_seek(const uint32_t *tok, uint32_t lo, uint32_t hi, uint32_t t)
+{
+    uint32_t step = 1u;
+    while (lo < hi && tok[lo] < t) {
+        const uint32_t probe = hi - lo > step ? lo + step : hi - 1u;
+        if (tok[probe] < t) {
+            lo = probe + 1u;
+            step *= 2u;
+        } else {
+            hi = probe + 1u;
+            step = 1u;
+            while (lo < hi) {
+                const uint32_t mid = lo + (hi - lo) / 2u;
+                if (tok[mid] < t) lo = mid + 1u;
+                else hi = mid;
+            }
+            return lo;
+        }
+    }
+    return lo;
+}
+
 /* Whether entry i of a long row (token t; dt: the run after t, whatever the run before: t has
  * no digit where runs are carried) is live after any token: live(AUT_ANY, i) by a witness j
  * whose token u is live at AUT_LOOK - 1 and may follow t across a cut that falls whatever the
  * token before t (the digit run cuts, or cut_always). Then so is every entry of its class, as
  * look_by_cut proves it for one l. */
+static int any_witness(const et_automaton *a, uint32_t t, uint32_t j, uint32_t dt)
+{ /* (j proves look_any for t: live at AUT_LOOK - 1, a cut that falls whatever the token before) */
+    if ((atomic_load_explicit(&a->live[j], memory_order_relaxed) & 15u) < AUT_LOOK - 1u) return 0;
+    const uint32_t u = a->tok[j];
+    const unsigned uv = dstep(a, dt, u);
+    if (!uv || uv >> 4 == DM_JOIN || !(a->head[u] & ~AUT_HEAD_FLAGS)) return 0;
+    return uv >> 4 == DM_CUT || cut_always(a, t, u);
+}
 static int look_any(const et_automaton *a, struct memo *mm, uint32_t i, uint32_t dt)
 {
     const uint32_t t = a->tok[i], r = a->nxt[i];
@@ -1524,13 +1556,24 @@ static int look_any(const et_automaton *a, struct memo *mm, uint32_t i, uint32_t
         return 0;
     const uint32_t w = atomic_load_explicit(&a->wit[i], memory_order_relaxed),
                    j = a->row[r] + (w >> 1) - 1u;
-    if (!w || j >= a->row[r + 1u] ||
-        (atomic_load_explicit(&a->live[j], memory_order_relaxed) & 15u) < AUT_LOOK - 1u)
-        return 0;
-    const uint32_t u = a->tok[j];
-    const unsigned uv = dstep(a, dt, u);
-    if (!uv || uv >> 4 == DM_JOIN || !(a->head[u] & ~AUT_HEAD_FLAGS)) return 0;
-    return uv >> 4 == DM_CUT || cut_always(a, t, u);
+    if (w && j < a->row[r + 1u] && any_witness(a, t, j, dt)) return 1;
+    /* another witness: where its own (the first live entry of the next row, most often a mark)
+     * joins t in one piece, a space or a newline after an ASCII t is cut from it (a space
+     * before a mark, a newline before anything: the patterns' runs of marks stop at \s) */
+    if (!ascii_tok(a->m, t)) return 0;
+    static const uint8_t other[] = {' ', '\n'};
+    for (unsigned q = 0; q < sizeof other; q++) {
+        const uint32_t c = et_trie_next(a->m, 0, other[q]);
+        const uint32_t u = c < a->m->n_cells ? et_value(a->m, c) : ET_NONE;
+        if (u == ET_NONE) continue;
+        const uint32_t k = row_seek(a->tok, a->row[r], a->row[r + 1u], u);
+        if (k == a->row[r + 1u] || a->tok[k] != u ||
+            ((atomic_load_explicit(&a->live[k], memory_order_relaxed) & 15u) < AUT_LOOK - 1u &&
+             entry_live(a, mm, AUT_ANY, k, AUT_LOOK - 1u, 0u) < 0))
+            continue;
+        if (any_witness(a, t, k, dt)) return 1;
+    }
+    return 0;
 }
 
 static int entry_look(const et_automaton *a, struct memo *mm, const struct pctx *x, uint32_t i,
@@ -2225,29 +2268,6 @@ static inline void vk_note(uint64_t *v, uint32_t t, unsigned code)
     for (; code; code &= code - 1u) q[et_ctz64(code)] |= b;
 }
 
-/* The first index >= lo of row entries [lo, hi) whose token is >= t (tok ascending): doubling
- * steps, then halving (a mask's slow tokens, in order). */
-static inline uint32_t row_seek(const uint32_t *tok, uint32_t lo, uint32_t hi, uint32_t t)
-{
-    uint32_t step = 1u;
-    while (lo < hi && tok[lo] < t) {
-        const uint32_t probe = hi - lo > step ? lo + step : hi - 1u;
-        if (tok[probe] < t) {
-            lo = probe + 1u;
-            step *= 2u;
-        } else {
-            hi = probe + 1u;
-            step = 1u;
-            while (lo < hi) {
-                const uint32_t mid = lo + (hi - lo) / 2u;
-                if (tok[mid] < t) lo = mid + 1u;
-                else hi = mid;
-            }
-            return lo;
-        }
-    }
-    return lo;
-}
 
 
 int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, size_t cap,
