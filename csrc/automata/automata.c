@@ -1535,19 +1535,23 @@ static inline uint32_t row_seek(const uint32_t *tok, uint32_t lo, uint32_t hi, u
     return lo;
 }
 
-/* Whether entry i of a long row (token t; dt: the run after t, whatever the run before: t has
- * no digit where runs are carried) is live after any token: live(AUT_ANY, i) by a witness j
- * whose token u is live at AUT_LOOK - 1 and may follow t across a cut that falls whatever the
- * token before t (the digit run cuts, or cut_always). Then so is every entry of its class, as
- * look_by_cut proves it for one l. */
+/* Whether entry j of t's next row proves look_any for t (dt: the run after t): its token is
+ * live at AUT_LOOK - 1 and may follow t across a cut that falls whatever the token before t. */
 static int any_witness(const et_automaton *a, uint32_t t, uint32_t j, uint32_t dt)
-{ /* (j proves look_any for t: live at AUT_LOOK - 1, a cut that falls whatever the token before) */
+{
     if ((atomic_load_explicit(&a->live[j], memory_order_relaxed) & 15u) < AUT_LOOK - 1u) return 0;
     const uint32_t u = a->tok[j];
     const unsigned uv = dstep(a, dt, u);
     if (!uv || uv >> 4 == DM_JOIN || !(a->head[u] & ~AUT_HEAD_FLAGS)) return 0;
     return uv >> 4 == DM_CUT || cut_always(a, t, u);
 }
+
+/* Whether entry i of a long row (token t; dt: the run after t, whatever the run before: t has
+ * no digit where runs are carried) is live after any token: live(AUT_ANY, i) by a witness j
+ * (its own, or for an ASCII t the space or newline token) whose token u is live at AUT_LOOK - 1
+ * and may follow t across a cut that falls whatever the token before t (any_witness: the digit
+ * run cuts, or cut_always). Then so is every entry of its class, as
+ * look_by_cut proves it for one l. */
 static int look_any(const et_automaton *a, struct memo *mm, uint32_t i, uint32_t dt)
 {
     const uint32_t t = a->tok[i], r = a->nxt[i];
