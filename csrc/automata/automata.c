@@ -2058,10 +2058,7 @@ static int mask_whole(const et_automaton *a, const struct mrun r, uint8_t *cc,
     size_t w = 0;
     for (size_t q = 0; q < words; q++) {
         const uint64_t R = rb[q];
-        if (!R) {
-            store_word(bits, nbytes, q, 0);
-            continue;
-        }
+        if (!R) continue; /* (bits: cleared by et_automaton_allowed) */
         uint64_t out = 0, done = 0; /* (done: by the word's entries, j-th at bit j) */
         const uint64_t inv = tinv[q];
         const uint64_t od = odd ? odd[q] : 0u;
@@ -2113,7 +2110,6 @@ static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *codes,
     const uint32_t beg = a->row[r.row], end = a->row[r.row + 1u], n_cls = a->n_cls[r.row];
     const uint32_t *const rep = a->grep + a->grep_at[r.row];
     const uint16_t *const cg = a->cgrp + a->cgrp_at[r.row];
-    const uint8_t *const code = MC_CODE;
     uint8_t *const cc = r.pi->cc; /* (first each group's decision: groups <= classes) */
     for (uint32_t g = 0; g < a->grep_at[r.row + 1u] - a->grep_at[r.row]; g++)
         cc[g] = (uint8_t)entry_cs(a, r, rep[g], a->tok[rep[g]], 0);
@@ -2122,7 +2118,7 @@ static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *codes,
         cst[k] = (uint8_t)(cc[cg[k]] | (cst[k] & MC_LOOK) |
                            (atomic_load_explicit(&ca[k], memory_order_relaxed) == 1u ? MC_LOOK
                                                                                    : 0u));
-    for (uint32_t k = 0; k < n_cls; k++) cc[k] = code[cst[k] & 15u];
+    for (uint32_t k = 0; k < n_cls; k++) cc[k] = MC_CODE[cst[k] & 15u];
     cc[AUT_CLS] = 0xC0u;
     const uint32_t *const tok = a->tok, *const pos = r.pi->pos;
     const uint16_t *const cls = a->cls;
@@ -2206,7 +2202,7 @@ static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *codes,
                 codes[o + j] = (uint8_t)((unsigned)(me_live(got) + 1) |
                                          (cls[i] < AUT_CLS ? 0u
                                                            : entry_cs(a, r, i, tok[i], 1) << 2));
-            if (cls[i] < AUT_CLS) cc[cls[i]] = code[cst[cls[i]] & 15u]; /* (what it learned) */
+            if (cls[i] < AUT_CLS) cc[cls[i]] = MC_CODE[cst[cls[i]] & 15u]; /* (what it learned) */
         }
         if (ids)
             for (uint64_t q = take; q; q &= q - 1u, w++) {
@@ -2271,8 +2267,6 @@ static inline void vk_note(uint64_t *v, uint32_t t, unsigned code)
     for (unsigned j = 0; j < 4u; j++) q[j] &= ~b;
     for (; code; code &= code - 1u) q[et_ctz64(code)] |= b;
 }
-
-
 
 int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, size_t cap,
                          uint8_t *bits, size_t nbytes, size_t *n)
@@ -2453,8 +2447,9 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
                (pi.made ? pi.made
                         : (pi.made = et_pairset_invalid(pi.ps, c.l, pi.bits) ? 1 : -1)) > 0) {
         if (a->tinv && slot >= 0 && n_row >= vk_row(a->n_vocab)) { /* (few refused: cheap) */
-            run.tinv = a->tinv + (size_t)slot * vw;
-            et_pairset_by_token(pi.ps, pi.bits, a->tinv + (size_t)slot * vw);
+            uint64_t *const by_token = a->tinv + (size_t)slot * vw;
+            et_pairset_by_token(pi.ps, pi.bits, by_token);
+            run.tinv = by_token;
         }
         rc = mask_long(a, run, vstage ? codes : NULL, bits, ids, cap, &w);
     } else {
