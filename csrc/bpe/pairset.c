@@ -276,8 +276,9 @@ size_t et_pairset_words(const struct et_pairset *ps) { return ((size_t)ps->n + 6
 const uint32_t *et_pairset_pos(const struct et_pairset *ps) { return ps->pos; }
 void et_pairset_by_token(const struct et_pairset *ps, const uint64_t *bits, uint64_t *out)
 {
-    memset(out, 0, et_pairset_words(ps) * sizeof *out);
-    for (size_t q = 0; q < et_pairset_words(ps); q++)
+    const size_t words = et_pairset_words(ps); /* (once: an exported function is not inlined) */
+    memset(out, 0, words * sizeof *out);
+    for (size_t q = 0; q < words; q++)
         for (uint64_t b = bits[q]; b; b &= b - 1u) {
             const size_t p = q * 64u + et_ctz64(b);
             if (p >= ps->n) break; /* (a lone l sets the last word whole) */
