@@ -46,7 +46,8 @@ struct et_pairset {
     uint32_t *kid_off;  /* n + 1: its children (tokens u with L(u) = it) in kids[] */
     uint32_t *kids;     /* by descending id */
     uint32_t *ext_off;  /* n + 1: its extensions in ext[] */
-    uint32_t *ext;      /* (c, b) with c = a·b, c ascending, per token a */
+    uint32_t *ext;      /* (c, b, end) with c = a·b, c ascending, per token a; end: where the
+                           range of places that c makes invalid ends (see extensions) */
     uint32_t *lone;     /* n_lone: the places of the tokens outside the trie (and of those
                            only a whole piece can be) */
     const uint64_t *odd;     /* ET_FLAG_WHOLE: et_odd_of (else NULL) */
@@ -179,7 +180,7 @@ static int extensions(const et_model *m, struct et_pairset *ps)
         }
     }
     for (uint32_t i = 0; i < n; i++) ps->ext_off[i + 1u] += ps->ext_off[i];
-    ps->ext = malloc((used ? used : 1u) * 2u * sizeof *ps->ext);
+    ps->ext = malloc((used ? used : 1u) * 3u * sizeof *ps->ext);
     uint32_t *fill = malloc(((size_t)n + 1u) * sizeof *fill);
     if (!ps->ext || !fill) {
         free(tmp);
@@ -189,10 +190,24 @@ static int extensions(const et_model *m, struct et_pairset *ps)
     memcpy(fill, ps->ext_off, ((size_t)n + 1u) * sizeof *fill);
     for (size_t e = 0; e < used; e++) {
         const uint32_t k = fill[tmp[3u * e]]++;
-        ps->ext[2u * k] = tmp[3u * e + 1u];
-        ps->ext[2u * k + 1u] = tmp[3u * e + 2u];
+        ps->ext[3u * k] = tmp[3u * e + 1u];
+        ps->ext[3u * k + 1u] = tmp[3u * e + 2u];
     }
-    ps->bytes += used * 2u * sizeof *ps->ext;
+    /* each range's end (see the top): b's place, then the subtrees of b's children from the
+     * first to the last one >= the bound (c, or a where a has parts and c < a) */
+    for (uint32_t a = 0; a < n; a++)
+        for (uint32_t k = ps->ext_off[a]; k < ps->ext_off[a + 1u]; k++) {
+            const uint32_t c = ps->ext[3u * k], b = ps->ext[3u * k + 1u];
+            const uint32_t least = ps->split[2u * a] == a || c > a ? c : a;
+            uint32_t lo = ps->kid_off[b], hi = ps->kid_off[b + 1u];
+            while (lo < hi) { /* (children by descending id) */
+                const uint32_t mid = lo + (hi - lo) / 2u;
+                if (ps->kids[mid] >= least) lo = mid + 1u;
+                else hi = mid;
+            }
+            ps->ext[3u * k + 2u] = lo == ps->kid_off[b] ? ps->pos[b] + 1u : ps->end[ps->kids[lo - 1u]];
+        }
+    ps->bytes += used * 3u * sizeof *ps->ext;
     free(tmp);
     free(fill);
     return 1;
@@ -295,7 +310,7 @@ size_t et_pairset_cost(const struct et_pairset *ps, uint32_t l)
         const uint32_t base = lo;
         while (lo < hi) { /* the extensions below up */
             const uint32_t mid = lo + (hi - lo) / 2u;
-            if (ps->ext[2u * mid] < up) lo = mid + 1u;
+            if (ps->ext[3u * mid] < up) lo = mid + 1u;
             else hi = mid;
         }
         cost += lo - base;
@@ -330,18 +345,10 @@ int et_pairset_invalid(const struct et_pairset *ps, uint32_t l, uint64_t *bits)
     for (;;) {
         const int atom = ps->split[2u * r] == r;
         for (uint32_t e = ps->ext_off[r]; e < ps->ext_off[r + 1u]; e++) {
-            const uint32_t c = ps->ext[2u * e], b = ps->ext[2u * e + 1u];
+            const uint32_t c = ps->ext[3u * e], b = ps->ext[3u * e + 1u];
             if (c >= up) break;
             if (r != l && b >= up && ps->split[2u * b] != b) continue;
-            const uint32_t least = atom || c > r ? c : r; /* b's children from this id up */
-            uint32_t lo = ps->kid_off[b], hi = ps->kid_off[b + 1u];
-            while (lo < hi) {
-                const uint32_t mid = lo + (hi - lo) / 2u;
-                if (ps->kids[mid] >= least) lo = mid + 1u;
-                else hi = mid;
-            }
-            const uint32_t end = lo == ps->kid_off[b] ? ps->pos[b] + 1u : ps->end[ps->kids[lo - 1u]];
-            fill(bits, ps->pos[b], end);
+            fill(bits, ps->pos[b], ps->ext[3u * e + 2u]);
         }
         if (atom) break;
         up = r;
