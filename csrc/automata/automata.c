@@ -1855,7 +1855,7 @@ struct mrun {
     const uint8_t *drow;
     const uint64_t *after_l;
     const struct pinv *pi;
-    const uint64_t *tinv; /* mask_long: pi's bits by token id (et_pairset_by_token), or NULL */
+    const uint64_t *tinv; /* mask_long: pi's tokens by id (et_pairset_by_token), or NULL */
     uint32_t row;
     int lslot;
     int any; /* look_any may be asked (the automaton has made AUT_ANY_AFTER long masks) */
@@ -2373,8 +2373,8 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
         }
         if (!a->vk_stage[vslot]) {
             vstage = 1; /* (noted below) */
-        } else if (c.l == ET_NONE ||
-                   (pi.made = et_pairset_invalid(pi.ps, c.l, pi.bits) ? 1 : -1) > 0) {
+        } else if (c.l == ET_NONE || /* (the tokens that are no valid pair after l, by id) */
+                   et_pairset_by_token(pi.ps, c.l, tinv = a->tinv + (size_t)slot * vw)) {
             vstage = 2;
             if (a->vk_stage[vslot] == 1) { /* the words, from the codes */
                 memset(vk, 0, 4u * vw * sizeof *vk);
@@ -2391,10 +2391,8 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
                 }
                 a->vk_stage[vslot] = 2;
             }
-            if (c.l != ET_NONE) { /* the tokens that are no valid pair after l */
-                tinv = a->tinv + (size_t)slot * vw;
-                et_pairset_by_token(pi.ps, pi.bits, tinv);
-            }
+        } else {
+            tinv = NULL;
         }
     }
     /* long rows: look_any once the automaton has made AUT_ANY_AFTER of their masks (it learns
@@ -2448,7 +2446,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
                         : (pi.made = et_pairset_invalid(pi.ps, c.l, pi.bits) ? 1 : -1)) > 0) {
         if (a->tinv && slot >= 0 && n_row >= vk_row(a->n_vocab)) { /* (few refused: cheap) */
             uint64_t *const by_token = a->tinv + (size_t)slot * vw;
-            et_pairset_by_token(pi.ps, pi.bits, by_token);
+            et_pairset_by_token(pi.ps, c.l, by_token); /* (as pi's: made above) */
             run.tinv = by_token;
         }
         rc = mask_long(a, run, vstage ? codes : NULL, bits, ids, cap, &w);

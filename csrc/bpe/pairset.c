@@ -289,16 +289,34 @@ const struct et_pairset *et_pairset_of(const et_model *m)
 size_t et_pairset_bytes(const struct et_pairset *ps) { return ps ? ps->bytes : 0u; }
 size_t et_pairset_words(const struct et_pairset *ps) { return ((size_t)ps->n + 63u) / 64u; }
 const uint32_t *et_pairset_pos(const struct et_pairset *ps) { return ps->pos; }
-void et_pairset_by_token(const struct et_pairset *ps, const uint64_t *bits, uint64_t *out)
+int et_pairset_by_token(const struct et_pairset *ps, uint32_t l, uint64_t *out)
 {
-    const size_t words = et_pairset_words(ps); /* (once: an exported function is not inlined) */
+    const size_t words = et_pairset_words(ps);
+    if (l < ps->n && lone(ps, l)) { /* every token */
+        memset(out, 0xFF, words * sizeof *out);
+        if (ps->n % 64u) out[ps->n / 64u] = ~0ull >> (64u - ps->n % 64u);
+        return 1;
+    }
     memset(out, 0, words * sizeof *out);
-    for (size_t q = 0; q < words; q++)
-        for (uint64_t b = bits[q]; b; b &= b - 1u) {
-            const size_t p = q * 64u + et_ctz64(b);
-            if (p >= ps->n) break; /* (a lone l sets the last word whole) */
-            out[ps->at[p] >> 6] |= (uint64_t)1 << (ps->at[p] & 63u);
+    if (l >= ps->n || et_odd(ps->odd, l)) return 0;
+    uint32_t r = l, up = ET_NONE;
+    for (;;) {
+        for (uint32_t e = ps->ext_off[r]; e < ps->ext_off[r + 1u]; e++) {
+            const uint32_t c = ps->ext[3u * e], b = ps->ext[3u * e + 1u];
+            if (c >= up) break;
+            if (r != l && b >= up && ps->split[2u * b] != b) continue;
+            for (uint32_t p = ps->pos[b]; p < ps->ext[3u * e + 2u]; p++)
+                out[ps->at[p] >> 6] |= (uint64_t)1 << (ps->at[p] & 63u);
         }
+        if (ps->split[2u * r] == r) break;
+        up = r;
+        r = ps->split[2u * r + 1u];
+    }
+    for (uint32_t k = 0; k < ps->n_lone; k++) {
+        const uint32_t t = ps->at[ps->lone[k]];
+        out[t >> 6] |= (uint64_t)1 << (t & 63u);
+    }
+    return 1;
 }
 
 size_t et_pairset_cost(const struct et_pairset *ps, uint32_t l)

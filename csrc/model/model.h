@@ -170,8 +170,9 @@ size_t et_pairset_bytes(const struct et_pairset *ps);
 /* Words of a bitset of the pair set (n_vocab bits), and each token's bit in it. */
 size_t et_pairset_words(const struct et_pairset *ps);
 const uint32_t *et_pairset_pos(const struct et_pairset *ps);
-/* out (et_pairset_words) := bits (in the pair set's order) by token id: bit t for token t. */
-void et_pairset_by_token(const struct et_pairset *ps, const uint64_t *bits, uint64_t *out);
+/* out (et_pairset_words) := et_pairset_invalid(ps, l, ...)'s tokens by id (bit t for token t),
+ * from its ranges (no bitset in the pair set's order); returns what it would. */
+int et_pairset_by_token(const struct et_pairset *ps, uint32_t l, uint64_t *out);
 /* What et_pairset_invalid(ps, l, ...) costs: the ranges it fills (one a token c that extends a
  * token of l's right spine below its parent there). */
 size_t et_pairset_cost(const struct et_pairset *ps, uint32_t l);
