@@ -994,12 +994,13 @@ def test_canonical_long_row_masks_agree_with_next(name, corpora):  # type: ignor
             for i, t in enumerate(ref.encode_ordinary(part)):
                 if i >= 2:
                     # the mask as a bitset first (a state's first: csrc/automata mask_whole
-                    # where the row has a bitset), then as ids: the same
+                    # where the row has a bitset), then as ids: the same, and its count
                     buf = bytearray((ref.n_vocab + 7) // 8)
-                    a._native.allowed_into(s, buf)
+                    n = a._native.allowed_into(s, buf)
                     allowed = set(a._native.allowed_ids(s))
                     assert {k for k in range(ref.n_vocab) if buf[k >> 3] >> (k & 7) & 1} == allowed, \
                         (pattern, part, i)
+                    assert n == len(allowed), (pattern, part, i)
                     assert t in allowed, (pattern, part, i)
                     for u in rng.sample(range(ref.n_vocab - 300), 400) + [t]:
                         assert (u in allowed) == (a.next(s, u) >= 0), (pattern, part, i, u)

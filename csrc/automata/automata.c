@@ -1805,6 +1805,36 @@ static inline int mask_put(uint32_t t, uint8_t *bits, uint32_t *ids, size_t cap,
 }
 
 /* Word w of a mask, little-endian, into bits (nb bytes in all). */
+/* The bits set in bits[0, nb): a mask's size, counted once at its end. x86-64 builds for any
+ * CPU have no POPCNT (et_popcount64 adds by halves, ~12 instructions a word), so there it is
+ * asked for at run time. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__POPCNT__)
+#define AUT_POPCNT_ASKED 1
+__attribute__((target("popcnt"))) static size_t count_popcnt(const uint8_t *bits, size_t nb)
+{
+    size_t n = 0, q = 0;
+    for (uint64_t x; q + 8u <= nb; q += 8u) {
+        memcpy(&x, bits + q, 8u);
+        n += (size_t)__builtin_popcountll(x);
+    }
+    for (; q < nb; q++) n += (size_t)__builtin_popcount(bits[q]);
+    return n;
+}
+#endif
+static size_t count_bits(const uint8_t *bits, size_t nb)
+{
+#ifdef AUT_POPCNT_ASKED
+    if (__builtin_cpu_supports("popcnt")) return count_popcnt(bits, nb);
+#endif
+    size_t n = 0, q = 0;
+    for (uint64_t x; q + 8u <= nb; q += 8u) {
+        memcpy(&x, bits + q, 8u);
+        n += et_popcount64(x);
+    }
+    for (; q < nb; q++) n += et_popcount64(bits[q]);
+    return n;
+}
+
 static inline void store_word(uint8_t *bits, size_t nb, size_t w, uint64_t x)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -2055,7 +2085,6 @@ static int mask_whole(const et_automaton *a, const struct mrun r, uint8_t *cc,
     const uint32_t *const tok = a->tok;
     const uint16_t *const cls = a->cls;
     uint32_t i0 = a->row[r.row];
-    size_t w = 0;
     for (size_t q = 0; q < words; q++) {
         const uint64_t R = rb[q];
         if (!R) continue; /* (bits: cleared by et_automaton_allowed) */
@@ -2088,10 +2117,9 @@ static int mask_whole(const et_automaton *a, const struct mrun r, uint8_t *cc,
                 abort();
 #endif
         store_word(bits, nbytes, q, R & ~out);
-        w += (size_t)et_popcount64(R & ~out);
         i0 += nj;
     }
-    *n = w;
+    *n = count_bits(bits, nbytes);
     return ET_OK;
 }
 
@@ -2433,7 +2461,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
 #endif
             if (bits) store_word(bits, nb, q, take);
             if (!ids) {
-                w += et_popcount64(take);
+                if (!bits) w += et_popcount64(take); /* (else counted at the end) */
                 continue;
             }
             for (; take; take &= take - 1u, w++) {
@@ -2441,6 +2469,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
                 else ids[w] = (uint32_t)(q * 64u + et_ctz64(take));
             }
         }
+        if (!ids && bits) w = count_bits(bits, nb);
     } else if (x.pi && n_row >= AUT_LONG &&
                (pi.made ? pi.made
                         : (pi.made = et_pairset_invalid(pi.ps, c.l, pi.bits) ? 1 : -1)) > 0) {
