@@ -1173,7 +1173,8 @@ def test_pair_set_matches_valid_pair(pairset_check, name, tmp_path):  # type: ig
     last token l at once, from the model's pair set (csrc/bpe/pairset.c: ranges of the forest
     of left parts): it must say what et_valid_pair (the backtracking encoder's test) says for
     every token t, for l the byte tokens and the lowest ranks (short tokens, long lists of
-    extensions) and random ones."""
+    extensions) and random ones; and the same set by token id (et_pairset_by_token, made from
+    the ranges) must be it."""
     low, rand = PAIRSET_RUNS[name]
     if name == "llama3":  # (its odd tokens' bits are not the pair set's: see pairset.c)
         model = llama3_etok(tmp_path)

@@ -4,8 +4,8 @@
  *   pairset_check MODEL LOW RANDOM SEED
  *
  * For every left token l below LOW and RANDOM more drawn at random (xorshift from SEED),
- * compares et_pairset_invalid(l) with !et_valid_pair(l, t) for every token t of the model.
- * Prints the pairs compared and those that differ (the first few named). Exit status: 0 all
+ * compares et_pairset_invalid(l) with !et_valid_pair(l, t) for every token t of the model,
+ * and et_pairset_by_token(l) with et_pairset_invalid(l) for every t (the same set). Prints the pairs compared and those that differ (the first few named). Exit status: 0 all
  * equal, 1 a difference or no pair set, 2 usage or a model that does not load. */
 #include <stdint.h>
 #include <stdio.h>
@@ -35,10 +35,11 @@ int main(int argc, char **argv)
     const uint32_t n = et_model_n_vocab(m), low = (uint32_t)strtoul(argv[2], NULL, 10),
                    random = (uint32_t)strtoul(argv[3], NULL, 10);
     uint64_t rng = strtoull(argv[4], NULL, 10) * 2654435761u + 88172645463325252ull;
-    uint64_t *bits = malloc(et_pairset_words(ps) * sizeof *bits);
+    uint64_t *bits = malloc(et_pairset_words(ps) * sizeof *bits),
+             *by_id = malloc(et_pairset_words(ps) * sizeof *by_id);
     const uint32_t *pos = et_pairset_pos(ps);
     size_t pairs = 0, bad = 0;
-    for (uint32_t k = 0; bits && k < low + random; k++) {
+    for (uint32_t k = 0; bits && by_id && k < low + random; k++) {
         uint32_t l = k;
         if (k >= low) {
             rng ^= rng << 13;
@@ -47,6 +48,14 @@ int main(int argc, char **argv)
             l = (uint32_t)(rng % n);
         }
         if (l >= n || !et_pairset_invalid(ps, l, bits)) continue;
+        if (!et_pairset_by_token(ps, l, by_id)) {
+            if (bad++ < 10) printf("differs: l=%u: et_pairset_by_token gives no set\n", l);
+            continue;
+        }
+        for (uint32_t t = 0; t < n; t++)
+            if ((bits[pos[t] >> 6] >> (pos[t] & 63u) & 1u) != (by_id[t >> 6] >> (t & 63u) & 1u) &&
+                bad++ < 10)
+                printf("differs: l=%u t=%u: et_pairset_by_token\n", l, t);
         const uint64_t *odd = et_odd_of(m); /* (ET_FLAG_WHOLE: these bits are not given) */
         for (uint32_t t = 0; t < n; t++, pairs++) {
             if (et_odd(odd, t) && m->split[2u * t] != ET_NONE) continue;
@@ -58,7 +67,9 @@ int main(int argc, char **argv)
     }
     printf("%zu pairs compared, %zu differ; pair set %zu bytes\n", pairs, bad,
            et_pairset_bytes(ps));
+    const int ok = bits && by_id && pairs && !bad;
     free(bits);
+    free(by_id);
     et_model_close(m);
-    return bits && pairs && !bad ? 0 : 1;
+    return ok ? 0 : 1;
 }
