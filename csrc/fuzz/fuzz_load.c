@@ -87,15 +87,19 @@ static void exercise(const et_model *m, int verified)
         const struct et_pairset *ps = et_pairset_of(m);
         const uint32_t nv = et_model_n_vocab(m);
         if (ps) {
-            uint64_t *bits = fz_alloc(et_pairset_words(ps) * 8u);
+            uint64_t *bits = fz_alloc(et_pairset_words(ps) * 8u),
+                     *by_id = fz_alloc(et_pairset_words(ps) * 8u);
             const uint32_t *pos = et_pairset_pos(ps);
             for (uint32_t l = 0; l < nv && l < 600u; l += 1u + l / 64u) {
                 const uint64_t *odd = et_odd_of(m); /* (ET_FLAG_WHOLE: bits not given) */
-                if (!et_pairset_invalid(ps, l, bits)) {
+                const int made = et_pairset_invalid(ps, l, bits);
+                CHECK(et_pairset_by_token(ps, l, by_id) == made); /* (the same set by id) */
+                if (!made) {
                     CHECK(et_odd(odd, l));
                     continue;
                 }
                 for (uint32_t u = 0; u < nv; u++) {
+                    CHECK((bits[pos[u] >> 6] >> (pos[u] & 63u) & 1u) == (by_id[u >> 6] >> (u & 63u) & 1u));
                     if (et_odd(odd, u) && m->split[2u * u] != ET_NONE)
                         continue;
                     const int valid = !(bits[pos[u] >> 6] >> (pos[u] & 63u) & 1u);
@@ -103,6 +107,7 @@ static void exercise(const et_model *m, int verified)
                 }
             }
             free(bits);
+            free(by_id);
         }
     }
     /* ids the model may not have: decoding says so, never reads past a table */
