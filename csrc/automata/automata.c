@@ -1804,7 +1804,6 @@ static inline int mask_put(uint32_t t, uint8_t *bits, uint32_t *ids, size_t cap,
     return 1;
 }
 
-/* Word w of a mask, little-endian, into bits (nb bytes in all). */
 /* The bits set in bits[0, nb): a mask's size, counted once at its end. x86-64 builds for any
  * CPU have no POPCNT (et_popcount64 adds by halves, ~12 instructions a word), so there it is
  * asked for at run time. */
@@ -1835,6 +1834,7 @@ static size_t count_bits(const uint8_t *bits, size_t nb)
     return n;
 }
 
+/* Word w of a mask, little-endian, into bits (nb bytes in all). */
 static inline void store_word(uint8_t *bits, size_t nb, size_t w, uint64_t x)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__

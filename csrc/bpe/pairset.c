@@ -289,36 +289,6 @@ const struct et_pairset *et_pairset_of(const et_model *m)
 size_t et_pairset_bytes(const struct et_pairset *ps) { return ps ? ps->bytes : 0u; }
 size_t et_pairset_words(const struct et_pairset *ps) { return ((size_t)ps->n + 63u) / 64u; }
 const uint32_t *et_pairset_pos(const struct et_pairset *ps) { return ps->pos; }
-int et_pairset_by_token(const struct et_pairset *ps, uint32_t l, uint64_t *out)
-{
-    const size_t words = et_pairset_words(ps);
-    if (l < ps->n && lone(ps, l)) { /* every token */
-        memset(out, 0xFF, words * sizeof *out);
-        if (ps->n % 64u) out[ps->n / 64u] = ~0ull >> (64u - ps->n % 64u);
-        return 1;
-    }
-    memset(out, 0, words * sizeof *out);
-    if (l >= ps->n || et_odd(ps->odd, l)) return 0;
-    uint32_t r = l, up = ET_NONE;
-    for (;;) {
-        for (uint32_t e = ps->ext_off[r]; e < ps->ext_off[r + 1u]; e++) {
-            const uint32_t c = ps->ext[3u * e], b = ps->ext[3u * e + 1u];
-            if (c >= up) break;
-            if (r != l && b >= up && ps->split[2u * b] != b) continue;
-            for (uint32_t p = ps->pos[b]; p < ps->ext[3u * e + 2u]; p++)
-                out[ps->at[p] >> 6] |= (uint64_t)1 << (ps->at[p] & 63u);
-        }
-        if (ps->split[2u * r] == r) break;
-        up = r;
-        r = ps->split[2u * r + 1u];
-    }
-    for (uint32_t k = 0; k < ps->n_lone; k++) {
-        const uint32_t t = ps->at[ps->lone[k]];
-        out[t >> 6] |= (uint64_t)1 << (t & 63u);
-    }
-    return 1;
-}
-
 size_t et_pairset_cost(const struct et_pairset *ps, uint32_t l)
 {
     if (l >= ps->n || ps->tnode[l] == ET_NONE) return 0;
@@ -350,28 +320,52 @@ static void fill(uint64_t *bits, uint32_t a, uint32_t b) /* bits [a, b) */
     bits[wb] |= mb;
 }
 
-int et_pairset_invalid(const struct et_pairset *ps, uint32_t l, uint64_t *bits)
+/* The invalid set of l (see the top) into bits, zero before: in the pair set's order (fill,
+ * a word at a time), or by token id (by_id). 0 where it is not this set's to give (l odd) or
+ * it is every token (l lone): the callers do those. */
+static int ranges(const struct et_pairset *ps, uint32_t l, uint64_t *bits, int by_id)
 {
-    if (l >= ps->n) return 0;
-    if (lone(ps, l)) { /* no pair with l is valid */
-        memset(bits, 0xFF, et_pairset_words(ps) * sizeof *bits);
-        return 1;
-    }
-    if (et_odd(ps->odd, l)) return 0; /* (see the top) */
-    memset(bits, 0, et_pairset_words(ps) * sizeof *bits);
+    if (l >= ps->n || lone(ps, l) || et_odd(ps->odd, l)) return 0;
     uint32_t r = l, up = ET_NONE; /* the spine's token, and its parent (none for l) */
     for (;;) {
-        const int atom = ps->split[2u * r] == r;
         for (uint32_t e = ps->ext_off[r]; e < ps->ext_off[r + 1u]; e++) {
-            const uint32_t c = ps->ext[3u * e], b = ps->ext[3u * e + 1u];
+            const uint32_t c = ps->ext[3u * e], b = ps->ext[3u * e + 1u], end = ps->ext[3u * e + 2u];
             if (c >= up) break;
             if (r != l && b >= up && ps->split[2u * b] != b) continue;
-            fill(bits, ps->pos[b], ps->ext[3u * e + 2u]);
+            if (!by_id) fill(bits, ps->pos[b], end);
+            else
+                for (uint32_t p = ps->pos[b]; p < end; p++)
+                    bits[ps->at[p] >> 6] |= (uint64_t)1 << (ps->at[p] & 63u);
         }
-        if (atom) break;
+        if (ps->split[2u * r] == r) break;
         up = r;
         r = ps->split[2u * r + 1u];
     }
-    for (uint32_t k = 0; k < ps->n_lone; k++) bits[ps->lone[k] >> 6] |= 1ull << (ps->lone[k] & 63u);
+    for (uint32_t k = 0; k < ps->n_lone; k++) {
+        const uint32_t t = by_id ? ps->at[ps->lone[k]] : ps->lone[k];
+        bits[t >> 6] |= (uint64_t)1 << (t & 63u);
+    }
     return 1;
+}
+
+int et_pairset_invalid(const struct et_pairset *ps, uint32_t l, uint64_t *bits)
+{
+    if (l < ps->n && lone(ps, l)) { /* no pair with l is valid */
+        memset(bits, 0xFF, et_pairset_words(ps) * sizeof *bits);
+        return 1;
+    }
+    memset(bits, 0, et_pairset_words(ps) * sizeof *bits);
+    return ranges(ps, l, bits, 0);
+}
+
+int et_pairset_by_token(const struct et_pairset *ps, uint32_t l, uint64_t *out)
+{
+    const size_t words = et_pairset_words(ps);
+    if (l < ps->n && lone(ps, l)) { /* every token */
+        memset(out, 0xFF, words * sizeof *out);
+        if (ps->n % 64u) out[ps->n / 64u] = ~0ull >> (64u - ps->n % 64u);
+        return 1;
+    }
+    memset(out, 0, words * sizeof *out);
+    return ranges(ps, l, out, 1);
 }
