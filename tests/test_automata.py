@@ -1010,6 +1010,49 @@ def test_canonical_long_row_masks_agree_with_next(name, corpora):  # type: ignor
     assert checked > 30
 
 
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_canonical_masks_after_a_split_character(name, corpora):  # type: ignore[no-untyped-def]
+    """Where the last token l ends inside a character (a lead byte and fewer continuation bytes
+    than it asks for: cl100k and o200k spell many CJK characters in byte tokens), the tokens
+    that begin with continuation bytes are decided one by one (whether they finish it:
+    splits_char); after any other l, as one class that passes (csrc/automata mask_class,
+    ends_open). States of both kinds on multilingual text, each mask asked three times (a first
+    mask, the verdicts noted, then taken a word at a time: vk_code, whose key tells the two
+    apart), allow exactly the continuation-byte tokens that next() takes, and the text's own."""
+    ref = reference.tiktoken_encoding(name)
+    auto = automaton(name, r"[\s\S]*", True)
+    a = auto._native
+    tail = [u for b, u in ref._mergeable_ranks.items() if b[0] & 0xC0 == 0x80]
+
+    def ends_open(b: bytes) -> bool:
+        k = 1
+        while k < 4 and k < len(b) and b[-k] & 0xC0 == 0x80:
+            k += 1
+        lead = b[-k]
+        return lead & 0xC0 != 0x80 and (4 if lead >= 0xF0 else 3 if lead >= 0xE0 else
+                                         2 if lead >= 0xC0 else 1) > k
+
+    ids = ref.encode_ordinary(corpora["multilingual"][:8000])
+    checked = {True: 0, False: 0}
+    s = auto.start
+    for i, t in enumerate(ids):
+        kind = i > 0 and ends_open(ref.decode_single_token_bytes(ids[i - 1]))
+        if i > 0 and checked[kind] < 12 and (kind or i % 7 == 0):
+            buf = bytearray((ref.n_vocab + 7) // 8)
+            masks = []
+            for _ in range(3):
+                n = a.allowed_into(s, buf)
+                masks.append((n, bytes(buf)))
+            assert masks[0] == masks[1] == masks[2], (i, kind)
+            for u in tail + [t]:
+                assert (buf[u >> 3] >> (u & 7) & 1) == (a.next(s, u) >= 0), (i, kind, u)
+            assert buf[t >> 3] >> (t & 7) & 1, (i, t)
+            checked[kind] += 1
+        s = a.next(s, t)
+        assert s >= 0, i
+    assert checked[True] >= 12 and checked[False] >= 12, checked
+
+
 def test_canonical_masks_from_threads():  # type: ignore[no-untyped-def]
     """Masks of one canonical automaton made by four threads at once (the kept look-aheads and
     verdicts are taken by one mask at a time; a mask that finds them all taken goes without)

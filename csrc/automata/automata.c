@@ -120,8 +120,8 @@ struct et_automaton {
                         * in vk_cst) */
     uint8_t *vk_cst;  /* AUT_VK slots of AUT_CLS: the classes' decisions a mask ended with */
     uint8_t *vk_stage; /* AUT_VK: the key held (0), its codes noted (1), its words made (2) */
-    uint64_t *vk_key; /* 3 per slot: the row and digit run, l's shape + 1 (~0: no l; 0: no key),
-                       * the probes' shapes of l2 and l */
+    uint64_t *vk_key; /* 3 per slot: the row and digit run, l's shape + 1 (~0: no l; 0: no key;
+                       * bit 62: l ends inside a character), the probes' shapes of l2 and l */
     _Atomic uint32_t *vk_seen; /* AUT_SEEN: keys seen once, by hash (a hint: see vk_code) */
     _Atomic uint8_t *vk_busy;  /* AUT_VK: slots taken (by one mask at a time) */
     _Atomic uint32_t *vk_used; /* AUT_VK + 1: as lk_used */
@@ -1162,6 +1162,7 @@ struct pctx {
     int lk_packed;
     uint32_t *apart; /* pair_valid_apart's memo for l (AUT_APART slots, ET_NONE: empty), or NULL */
     struct pinv *pi; /* a mask's pair set for l, or NULL (pair by pair) */
+    int open;        /* l ends inside a character (ends_open): splits_char may hold after it */
 };
 
 /* The tokens that are no valid pair after a mask's l, from the model's pair set: made at the
@@ -1185,10 +1186,26 @@ static inline int apos_before(const et_automaton *a, uint32_t l, uint32_t l2)
             (l2 == AUT_ANY || (l2 != ET_NONE && (a->head[l2] & AUT_LAST_APOS))));
 }
 
+/* Whether l's last bytes begin a character that they do not end (a lead byte and fewer
+ * continuation bytes than it asks for): only then can splits_char(l, t) hold for some t (as
+ * there: k is the number of l's bytes from its last that is no continuation byte). */
+static int ends_open(const et_model *m, uint32_t l)
+{
+    const uint8_t *p = NULL;
+    const size_t nl = et_tok(m, l, &p);
+    if (!nl) return 0;
+    size_t k = 1;
+    while (k < 4u && k < nl && (p[nl - k] & 0xC0u) == 0x80u) k++;
+    const uint8_t b = p[nl - k];
+    const size_t len = b >= 0xF0u ? 4u : b >= 0xE0u ? 3u : b >= 0xC0u ? 2u : 1u;
+    return (b & 0xC0u) != 0x80u && len > k;
+}
+
 static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32_t l)
 {
     x->l2 = l2;
     x->l = l;
+    x->open = l < a->n_vocab && ends_open(a->m, l);
     x->packed = 0;
     x->apart = NULL;
     x->pi = NULL;
@@ -1664,7 +1681,9 @@ static unsigned mask_class(const et_automaton *a, struct memo *mm, const struct 
     if (mode == DM_CUT) return MC_PASS | look;
     if (mode == DM_JOIN) return MC_VALID | look;
     if (x->l == ET_NONE) return MC_PASS | look;
-    if (!(a->head[t] & ~AUT_HEAD_FLAGS)) return MC_TOK | look;
+    if (!(a->head[t] & ~AUT_HEAD_FLAGS)) /* (t begins inside a character: pair_ok_c asks only
+                                           * whether l's last one goes on in it) */
+        return (x->open ? MC_TOK : MC_PASS) | look;
     const unsigned k = probe_ok(a, mm, x, t, AUT_CUT | AUT_INSIDE);
     if (k & AUT_CUT) return MC_PASS | look;
     if (!(k & AUT_CUT << 2)) return MC_VALIDC | look; /* inside: possible; a cut: not known */
@@ -2380,7 +2399,9 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     uint8_t *codes = NULL;
     const size_t vw = a->vk_words;
     const uint64_t vkey[3] = {(uint64_t)c.row << 32 | c.d,
-                              c.l == ET_NONE ? ~0ull : (uint64_t)a->shape[(size_t)4u * c.l] + 1u,
+                              c.l == ET_NONE ? ~0ull
+                                             : ((uint64_t)a->shape[(size_t)4u * c.l] + 1u) |
+                                                   (uint64_t)x.open << 62, /* (mask_class) */
                               c.l == ET_NONE ? 0u : (uint64_t)x.s2 << 32 | x.sl};
     int seen = 0;
     if (a->vk && n_row >= vk_row(a->n_vocab) &&
