@@ -1162,7 +1162,6 @@ struct pctx {
     int lk_packed;
     uint32_t *apart; /* pair_valid_apart's memo for l (AUT_APART slots, ET_NONE: empty), or NULL */
     struct pinv *pi; /* a mask's pair set for l, or NULL (pair by pair) */
-    int open;        /* l ends inside a character (ends_open): splits_char may hold after it */
 };
 
 /* The tokens that are no valid pair after a mask's l, from the model's pair set: made at the
@@ -1205,7 +1204,6 @@ static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32
 {
     x->l2 = l2;
     x->l = l;
-    x->open = l < a->n_vocab && ends_open(a->m, l);
     x->packed = 0;
     x->apart = NULL;
     x->pi = NULL;
@@ -1683,7 +1681,7 @@ static unsigned mask_class(const et_automaton *a, struct memo *mm, const struct 
     if (x->l == ET_NONE) return MC_PASS | look;
     if (!(a->head[t] & ~AUT_HEAD_FLAGS)) /* (t begins inside a character: pair_ok_c asks only
                                            * whether l's last one goes on in it) */
-        return (x->open ? MC_TOK : MC_PASS) | look;
+        return (x->l < a->n_vocab && ends_open(a->m, x->l) ? MC_TOK : MC_PASS) | look;
     const unsigned k = probe_ok(a, mm, x, t, AUT_CUT | AUT_INSIDE);
     if (k & AUT_CUT) return MC_PASS | look;
     if (!(k & AUT_CUT << 2)) return MC_VALIDC | look; /* inside: possible; a cut: not known */
@@ -2401,7 +2399,8 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     const uint64_t vkey[3] = {(uint64_t)c.row << 32 | c.d,
                               c.l == ET_NONE ? ~0ull
                                              : ((uint64_t)a->shape[(size_t)4u * c.l] + 1u) |
-                                                   (uint64_t)x.open << 62, /* (mask_class) */
+                                                   (uint64_t)ends_open(m, c.l) << 62, /* (its
+                                                   classes' decisions: mask_class) */
                               c.l == ET_NONE ? 0u : (uint64_t)x.s2 << 32 | x.sl};
     int seen = 0;
     if (a->vk && n_row >= vk_row(a->n_vocab) &&
