@@ -1185,19 +1185,24 @@ static inline int apos_before(const et_automaton *a, uint32_t l, uint32_t l2)
             (l2 == AUT_ANY || (l2 != ET_NONE && (a->head[l2] & AUT_LAST_APOS))));
 }
 
+/* The bytes of p[0..n) from its last that is no continuation byte (at most 4), or 0 where
+ * there is none among them: the character l's text ends in (splits_char, ends_open). */
+static size_t last_char(const uint8_t *p, size_t n)
+{
+    size_t k = 1;
+    while (k < 4u && k < n && (p[n - k] & 0xC0u) == 0x80u) k++;
+    return n && (p[n - k] & 0xC0u) != 0x80u ? k : 0u;
+}
+
 /* Whether l's last bytes begin a character that they do not end (a lead byte and fewer
- * continuation bytes than it asks for): only then can splits_char(l, t) hold for some t (as
- * there: k is the number of l's bytes from its last that is no continuation byte). */
+ * continuation bytes than it asks for): only then can splits_char(l, t) hold for some t. */
 static int ends_open(const et_model *m, uint32_t l)
 {
     const uint8_t *p = NULL;
-    const size_t nl = et_tok(m, l, &p);
-    if (!nl) return 0;
-    size_t k = 1;
-    while (k < 4u && k < nl && (p[nl - k] & 0xC0u) == 0x80u) k++;
+    const size_t nl = et_tok(m, l, &p), k = last_char(p, nl);
+    if (!k) return 0;
     const uint8_t b = p[nl - k];
-    const size_t len = b >= 0xF0u ? 4u : b >= 0xE0u ? 3u : b >= 0xC0u ? 2u : 1u;
-    return (b & 0xC0u) != 0x80u && len > k;
+    return (b >= 0xF0u ? 4u : b >= 0xE0u ? 3u : b >= 0xC0u ? 2u : 1u) > k;
 }
 
 static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32_t l)
@@ -1339,10 +1344,9 @@ static int splits_char(const et_model *m, uint32_t l, uint32_t t)
 {
     const uint8_t *p = NULL, *q = NULL;
     const size_t nl = et_tok(m, l, &p), nt = et_tok(m, t, &q);
-    if (!nl || !nt || (q[0] & 0xC0u) != 0x80u) return 0;
-    size_t k = 1; /* p[nl - k]: the last byte of l that is no continuation byte */
-    while (k < 4u && k < nl && (p[nl - k] & 0xC0u) == 0x80u) k++;
-    if ((p[nl - k] & 0xC0u) == 0x80u) return 0;
+    if (!nt || (q[0] & 0xC0u) != 0x80u) return 0;
+    const size_t k = last_char(p, nl); /* (p[nl - k]: l's last byte that is no continuation) */
+    if (!k) return 0;
     uint8_t buf[4];
     size_t n = 0, len = 0;
     for (size_t i = nl - k; i < nl; i++) buf[n++] = p[i];
