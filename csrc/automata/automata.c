@@ -2054,14 +2054,23 @@ ET_ALWAYS_INLINE static inline int mask_row(const et_automaton *a, const struct 
 {
     const uint32_t *const tok = a->tok;
     const uint16_t *const cls = a->cls;
+    size_t n = *w; /* (a local: bits' stores may alias *w) */
     for (uint32_t i = beg; i < end; i++) {
         const uint32_t t = tok[i];
         const unsigned e = mask_entry(a, r, i, t, cls[i]);
         if (codes)
             codes[i - beg] = (uint8_t)((unsigned)(me_live(e) + 1) |
                                        (cls[i] < AUT_CLS ? 0u : entry_cs(a, r, i, t, 1) << 2));
-        if ((e & ME_TAKE) && !mask_put(t, bits, ids, cap, w)) return ET_E_FULL;
+        if (e & ME_TAKE) {
+            if (bits) bits[t >> 3] |= (uint8_t)(1u << (t & 7u));
+            if (ids) {
+                if (n == cap) return ET_E_FULL;
+                ids[n] = t;
+            }
+            n++;
+        }
     }
+    *w = n;
     return ET_OK;
 }
 
@@ -2354,12 +2363,14 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
               c.l);
     pctx_look(a, &x);
     if (c.d || a->row_dig[c.row]) drow = a->dtab + (size_t)c.d * 256u;
-    /* the pair set, where making it costs less than the row's pair tests could (each of its
-     * ranges about as much as a pair test) */
+    /* the pair set, where making it costs less than the row's pair tests could: each of its
+     * ranges about as much as two pair tests (with its 25 KB clear; most tests stop at l's
+     * first bytes: after_l). o200k float after "e": 963 ranges, 1,112 entries: tests take half
+     * the instructions */
     int slot = -1; /* the scratch bitset taken for pi */
     struct pinv pi = {a->ps, a->ps ? et_pairset_pos(a->ps) : NULL, NULL, NULL, 0};
     if (a->inv && c.l != ET_NONE && n_row >= AUT_LONG &&
-        et_pairset_cost(a->ps, c.l) <= n_row) {
+        2u * et_pairset_cost(a->ps, c.l) <= n_row) {
         for (unsigned k = 0; k < AUT_SCRATCH && slot < 0; k++)
             if (!atomic_exchange_explicit(&a->busy[k], 1, memory_order_acquire)) slot = (int)k;
         if (slot >= 0) {
@@ -2505,7 +2516,8 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
         rc = mask_long(a, run, vstage ? codes : NULL, bits, ids, cap, &w);
     } else {
         rc = vstage ? mask_row(a, run, beg, end, codes, bits, ids, cap, &w)
-                    : mask_row(a, run, beg, end, NULL, bits, ids, cap, &w);
+             : ids  ? mask_row(a, run, beg, end, NULL, bits, ids, cap, &w)
+                    : mask_row(a, run, beg, end, NULL, bits, NULL, 0, &w); /* (bits only) */
     }
     if (vstage == 1 && rc == ET_OK) { /* (cut short: noted again next time) */
         memcpy(a->vk_cst + (size_t)vslot * AUT_CLS, cst, a->n_cls[c.row]);
