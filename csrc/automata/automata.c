@@ -1371,6 +1371,16 @@ ET_ALWAYS_INLINE static inline int pair_ok_c(const et_automaton *a, struct memo 
     }
     /* the first text that answers either tells whether a cut (no pair test) may be there */
     if (mode == DM_PROBE && probe_ok(a, mm, x, t, AUT_CUT | AUT_INSIDE) & AUT_CUT) return 1;
+    if (mode == DM_JOIN && *valid == -1 && x->l < a->n_vocab && !et_odd(a->odd, x->l) &&
+        !et_odd(a->odd, t) && aut_concat(a->m, x->l, t) != ET_NONE) {
+        /* (digits of one group, most often a token together: pair_valid's first step, with
+         * no look-up of a->pairs) */
+#ifdef AUT_CHECK_PAIRS
+        if (et_valid_pair(a->m, x->l, t)) abort();
+#endif
+        *valid = 0;
+        return 0;
+    }
     if (*valid < 0) *valid = pair_of(a, x, t, *valid == -2);
     if (mode == DM_JOIN) return *valid; /* t is in l's piece of digits */
     return (probe_ok(a, mm, x, t, *valid ? AUT_CUT | AUT_INSIDE : AUT_CUT) &
