@@ -57,6 +57,7 @@ static inline uint32_t vk_row(uint32_t V)
     return V / 16u + 1u > AUT_LONG ? V / 16u + 1u : AUT_LONG;
 }
 _Static_assert(AUT_LK >= 2u && AUT_LK % 2u == 0u, "lk_take's two places");
+#define AUT_CUTB_BITS 6u /* cut_before's answers kept, by (l2, l) */
 _Static_assert(AUT_VK >= 2u && AUT_VK <= 16u && (AUT_VK & (AUT_VK - 1u)) == 0u,
                "the verdicts' places: all of them (slot_take)");
 struct et_automaton {
@@ -128,6 +129,7 @@ struct et_automaton {
     uint64_t *tinv;   /* AUT_SCRATCH bitsets of vk_words by token id: inv's, one per mask */
     size_t vk_words, vk_longest;
     size_t bytes;     /* memory held */
+    _Atomic uint64_t cutb[1u << AUT_CUTB_BITS]; /* cut_before's answers (see cut_before_kept) */
 };
 
 #define AUT_SHAPE_MAX (1u << 19) /* shape ids (+ 2) packed in a->probes' keys */
@@ -692,6 +694,7 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
     if (!a || !first || !sib || !row_of || !dfa_of || !next_of || !seen || !st) goto done;
     a->m = m;
     a->odd = odd;
+    for (unsigned q = 0; q < 1u << AUT_CUTB_BITS; q++) atomic_init(&a->cutb[q], 0);
     a->n_vocab = V;
     a->flags = flags;
     a->row = malloc(((size_t)n + 1u) * 4u);
@@ -1038,6 +1041,27 @@ static int cut_before(const et_model *m, uint32_t l2, uint32_t l)
         if (e == n_out || ends[e] != from) return 0;
     }
     return 1;
+}
+
+/* cut_before(l2, l), remembered in a->cutb (a mask of a long row asks it: up to 18 runs of the
+ * pretokenizer, ~10% of a made mask of an integer's row). A slot is (l2 << 29 | l) << 2 |
+ * answer << 1 | 1 (ids < 2^29), read and written whole: a fact, as a->pairs' slots. */
+static int cut_before_kept(const et_automaton *a, uint32_t l2, uint32_t l)
+{
+    if ((l2 | l) >> 29) return cut_before(a->m, l2, l);
+    const uint64_t key = (uint64_t)l2 << 29 | l;
+    _Atomic uint64_t *const slot =
+        (_Atomic uint64_t *)&a->cutb[(key * 0x9E3779B97F4A7C15ull) >> (64u - AUT_CUTB_BITS)];
+    const uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
+    if (v >> 2 == key && (v & 1u)) {
+#ifdef AUT_CHECK_PAIRS
+        if ((int)(v >> 1 & 1u) != cut_before(a->m, l2, l)) abort();
+#endif
+        return (int)(v >> 1 & 1u);
+    }
+    const int res = cut_before(a->m, l2, l);
+    atomic_store_explicit(slot, key << 2 | (uint64_t)res << 1 | 1u, memory_order_relaxed);
+    return res;
 }
 
 /* t's first two characters, all of t if it is white space (a run's cuts look further), or
@@ -2367,7 +2391,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     /* long rows: where the pretokenizer cuts before l whatever follows, the probes as if l
      * began the text (fewer keys: they answer alike, see cut_before) */
     pctx_init(a, &x,
-              c.l2 != ET_NONE && c.l != ET_NONE && n_row >= AUT_LONG && cut_before(m, c.l2, c.l)
+              c.l2 != ET_NONE && c.l != ET_NONE && n_row >= AUT_LONG && cut_before_kept(a, c.l2, c.l)
                   ? ET_NONE
                   : c.l2,
               c.l);
