@@ -178,6 +178,7 @@ def no_threads(*args):
 
 _thread.start_new_thread = no_threads
 parallel.JOB_MIN_CHARS = 1
+parallel.cores = lambda: 4  # (a one-core machine, or affinity, would post no job at all)
 enc = edgetok.get_encoding("o200k_base")
 text = reference.corpora()["multilingual"]
 docs = [text[i:i + 600] for i in range(0, 30000, 600)]
