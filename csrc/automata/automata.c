@@ -50,6 +50,7 @@
 #define AUT_VK 16u /* verdicts of long rows kept, for as many keys (see vk_code) */
 #endif
 #define AUT_SEEN 256u /* keys of verdicts seen once, remembered by hash (see vk_code) */
+#define AUT_CUTB_BITS 6u /* cut_before's answers kept, by (l2, l) (see cut_before_kept) */
 /* The rows whose masks use them, of V tokens' vocabulary: a word of 64 tokens at a time pays
  * where the row holds a 16th of the vocabulary or more. */
 static inline uint32_t vk_row(uint32_t V)
@@ -57,7 +58,6 @@ static inline uint32_t vk_row(uint32_t V)
     return V / 16u + 1u > AUT_LONG ? V / 16u + 1u : AUT_LONG;
 }
 _Static_assert(AUT_LK >= 2u && AUT_LK % 2u == 0u, "lk_take's two places");
-#define AUT_CUTB_BITS 6u /* cut_before's answers kept, by (l2, l) */
 _Static_assert(AUT_VK >= 2u && AUT_VK <= 16u && (AUT_VK & (AUT_VK - 1u)) == 0u,
                "the verdicts' places: all of them (slot_take)");
 struct et_automaton {
@@ -2095,14 +2095,7 @@ ET_ALWAYS_INLINE static inline int mask_row(const et_automaton *a, const struct 
         if (codes)
             codes[i - beg] = (uint8_t)((unsigned)(me_live(e) + 1) |
                                        (cls[i] < AUT_CLS ? 0u : entry_cs(a, r, i, t, 1) << 2));
-        if (e & ME_TAKE) {
-            if (bits) bits[t >> 3] |= (uint8_t)(1u << (t & 7u));
-            if (ids) {
-                if (n == cap) return ET_E_FULL;
-                ids[n] = t;
-            }
-            n++;
-        }
+        if ((e & ME_TAKE) && !mask_put(t, bits, ids, cap, &n)) return ET_E_FULL;
     }
     *w = n;
     return ET_OK;
@@ -2391,7 +2384,8 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     /* long rows: where the pretokenizer cuts before l whatever follows, the probes as if l
      * began the text (fewer keys: they answer alike, see cut_before) */
     pctx_init(a, &x,
-              c.l2 != ET_NONE && c.l != ET_NONE && n_row >= AUT_LONG && cut_before_kept(a, c.l2, c.l)
+              c.l2 != ET_NONE && c.l != ET_NONE && n_row >= AUT_LONG &&
+                      cut_before_kept(a, c.l2, c.l)
                   ? ET_NONE
                   : c.l2,
               c.l);
