@@ -90,6 +90,8 @@ struct et_automaton {
                        * groups from dx_at[row] to dx_at[row + 1] (none: NULL) */
     uint32_t *dx_g;   /* per group (+ 1), its first entry in dx: the next one's ends it */
     uint32_t *dx;     /* the entries of those rows by their token's digit_desc(), a group each */
+    uint8_t *dx_f;    /* per group: 1 where its tokens are all ASCII digits and none is odd */
+    int dig_all;      /* every string of 1 to dig_g ASCII digits is a token (dig_g <= 3) */
     uint32_t dig_g;   /* digit groups of dig_g characters (0: none, n_d = 1) */
     uint32_t n_d;     /* states of the digit run carried in a state (see digit_step) */
     uint16_t *cls;    /* canonical: per entry, its class in its row (see classes()); AUT_CLS:
@@ -174,6 +176,7 @@ void et_automaton_free(et_automaton *a)
     free(a->dx_at);
     free(a->dx_g);
     free(a->dx);
+    free(a->dx_f);
     free(a->cls);
     free(a->n_cls);
     free(a->cgrp);
@@ -693,7 +696,15 @@ static int digit_row(const et_automaton *a, uint32_t r)
     return n >= AUT_DX_MIN && 2u * nd >= n;
 }
 
-/* Makes those groups (dx_at, dx_g, dx). */
+/* Whether token t is n ASCII digits (its digit_desc DG_N | n, in n bytes) and not odd. */
+static int ascii_digits(const et_automaton *a, uint32_t t)
+{
+    const unsigned g = a->dig[t];
+    return (g & ~15u) == DG_N && a->m->tokoff[t + 1u] - a->m->tokoff[t] == (g & 15u) &&
+           !et_odd(a->odd, t);
+}
+
+/* Makes those groups (dx_at, dx_g, dx, dx_f) and dig_all. */
 static int digit_index(et_automaton *a)
 {
     const uint32_t rows = a->n_rows;
@@ -709,9 +720,21 @@ static int digit_index(et_automaton *a)
     if (!n_dx) return ET_OK;
     if (!(a->dx_at = malloc(((size_t)rows + 1u) * sizeof *a->dx_at)) ||
         !(a->dx_g = malloc((n_g + 1u) * sizeof *a->dx_g)) ||
-        !(a->dx = malloc(n_dx * sizeof *a->dx)))
+        !(a->dx = malloc(n_dx * sizeof *a->dx)) || !(a->dx_f = malloc(n_g + 1u)))
         return ET_E_NOMEM;
-    a->bytes += ((size_t)rows + 1u + n_g + 1u + n_dx) * sizeof *a->dx;
+    a->bytes += ((size_t)rows + 1u + n_g + 1u + n_dx) * sizeof *a->dx + n_g + 1u;
+    a->dig_all = a->dig_g <= 3u;
+    char d[3];
+    for (uint32_t x = 0, n = 1, end = 10; a->dig_all && n <= a->dig_g; x++) {
+        if (x == end) {
+            x = 0;
+            end *= 10u;
+            if (++n > a->dig_g) break;
+        }
+        uint32_t id;
+        for (uint32_t k = 0, y = x; k < n; k++, y /= 10u) d[n - 1u - k] = (char)('0' + y % 10u);
+        a->dig_all = et_token_lookup(a->m, d, n, &id) == ET_OK;
+    }
     uint32_t gi = 0, di = 0;
     for (uint32_t r = 0; r < rows; r++) {
         a->dx_at[r] = gi;
@@ -728,6 +751,11 @@ static int digit_index(et_automaton *a)
     }
     a->dx_at[rows] = gi;
     a->dx_g[gi] = di;
+    for (uint32_t g = 0; g < gi; g++) {
+        a->dx_f[g] = 1u;
+        for (uint32_t k = a->dx_g[g]; k < a->dx_g[g + 1u] && a->dx_f[g]; k++)
+            a->dx_f[g] = (uint8_t)ascii_digits(a, a->tok[a->dx[k]]);
+    }
     return ET_OK;
 }
 
@@ -1533,9 +1561,19 @@ static int entry_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32
     if (drow && a->dx_at && a->dx_at[r] < a->dx_at[r + 1u]) {
         /* a row mostly of digits: by groups of one digit_desc(), those the run refuses
          * skipped */
+        const int joins = a->dig_all && ascii_digits(a, t);
         for (uint32_t g = a->dx_at[r]; lvl < 0 && g < a->dx_at[r + 1u]; g++) {
             const uint32_t *e = a->dx + a->dx_g[g], *const end = a->dx + a->dx_g[g + 1u];
             const unsigned v = drow[a->dig[a->tok[*e]]];
+            if (joins && v >> 4 == DM_JOIN && a->dx_f[g]) {
+                /* ASCII digits of t's group, at most dig_g of them: a token together, so no
+                 * valid pair (pair_ok_c's DM_JOIN step for each) */
+#ifdef AUT_CHECK_PAIRS
+                for (; e < end; e++)
+                    if (et_valid_pair(a->m, t, a->tok[*e])) abort();
+#endif
+                continue;
+            }
             for (; v && lvl < 0 && e < end; e++) lvl = live_witness(a, mm, &x, i, *e, k, v);
         }
     } else {
