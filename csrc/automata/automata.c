@@ -1516,7 +1516,8 @@ static inline int live_witness(const et_automaton *a, struct memo *mm, const str
     const int sub = k == 1u ? 0 : entry_live(a, mm, AUT_ANY, j, k - 1u, 0u);
     if (sub < 0) return -1;
     if (k > 1u)
-        atomic_store_explicit(&a->wit[i], (j - a->row[a->nxt[i]] + 1u) << 1 | (uint32_t)(valid == 1),
+        atomic_store_explicit(&a->wit[i],
+                              (j - a->row[a->nxt[i]] + 1u) << 1 | (uint32_t)(valid == 1),
                               memory_order_relaxed);
     return sub == 15 ? 15 : sub + 1;
 }
