@@ -371,6 +371,8 @@ def test_canonical_llama3_odd_tokens_mask_and_next():  # type: ignore[no-untyped
             assert (a.next(s, t) >= 0) == (t in allowed), (text, t)
 
 
+@pytest.mark.slow  # (a C build under AUT_CHECK_PAIRS, ~17 s; the quick suite keeps
+# test_canonical_llama3_odd_tokens_mask_and_next)
 def test_canonical_llama3_masks_pair_by_pair(tmp_path):  # type: ignore[no-untyped-def]
     """Masks made pair by pair (no pair set's bitset free: AUT_SCRATCH=0, as when other threads
     hold them all), after each of Llama-3's tokens that the pair walk cannot take, every pair
