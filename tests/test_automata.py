@@ -1084,6 +1084,40 @@ def test_canonical_masks_from_threads():  # type: ignore[no-untyped-def]
     assert not bad
 
 
+def test_canonical_shapes_of_the_model_from_threads():  # type: ignore[no-untyped-def]
+    """The tokens' shapes, heads and digits belong to the model, made by its first canonical
+    automaton: four threads compiling at once on a model just loaded (each may make them, one
+    set is kept) get the masks of an automaton of another instance of the model, and a small
+    automaton holds nothing per token of the vocabulary."""
+    import threading
+
+    base = edgetok.get_encoding("cl100k_base")
+    fresh = edgetok.load(base._model.source)
+    assert fresh._model is not base._model
+    pattern = PATTERNS["phone"]
+    one = base.regex_automaton(pattern, canonical=True, mask_cache=0)
+    states = sorted(set(canonical_states(base, pattern, one, 30, 5)))
+    want = {s: one._native.allowed_both(s) for s in states}
+    bad: "list[int]" = []
+    start = threading.Barrier(4)
+
+    def work(seed: int) -> None:
+        start.wait()
+        a = fresh.regex_automaton(pattern, canonical=True, mask_cache=0)._native
+        order = list(states)
+        random.Random(seed).shuffle(order)
+        bad.extend(s for s in order if a.allowed_both(s) != want[s])
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not bad
+    enum = fresh.regex_automaton(PATTERNS["enum"], canonical=True)
+    assert enum.memory < fresh.n_vocab  # (less than a byte a token: 21 each before)
+
+
 def test_canonical_refused_where_unsupported(tmp_path):  # type: ignore[no-untyped-def]
     """Models whose pretokenizer is a regex run in Python (no probes in C)."""
     ranks = {bytes([b]): b for b in range(256)}

@@ -75,14 +75,15 @@ struct et_automaton {
     _Atomic uint8_t *live; /* canonical: per (row, token) entry, what look-ahead proved */
     _Atomic uint32_t *wit; /* canonical: per entry, a next entry that proved it live (see
                             * entry_live): (offset in its row + 1) << 1 | valid pair; 0: none */
-    uint32_t *shape;  /* canonical: 4 x n_vocab shape ids of the tokens (see shapes()) */
-    uint32_t *head;   /* canonical: per token, pair_head's length | AUT_HEAD_FLAGS (0: none) */
+    const uint32_t *shape; /* canonical: 4 x n_vocab shape ids of the tokens (see shapes_of():
+                            * the model's, shared by its canonical automata) */
+    const uint32_t *head;  /* canonical: per token, pair_head's length | AUT_HEAD_FLAGS (0: none) */
     _Atomic uint64_t *pairs; /* canonical: pair_valid's memo, n_pairs slots (see there) */
     uint32_t pair_bits;      /* n_pairs = 1 << pair_bits */
     _Atomic uint64_t *probes; /* canonical: probe answers by shapes (see probe_ok), 1 << pair_bits
                                * slots; NULL where the shapes are too many to pack */
     uint32_t n_shapes;       /* shape ids are < n_shapes */
-    uint8_t *dig;     /* canonical: per token, its digit_desc() (0 where dig_g is 0) */
+    const uint8_t *dig; /* canonical: per token, its digit_desc() (0 where dig_g is 0) */
     uint8_t *dtab;    /* canonical: digit_step() of every run d and digit_desc g, at d * 256 + g:
                        * 0 where t cannot follow, else (run after t + 1) | mode << 4 */
     uint8_t *row_dig; /* canonical: per row, whether a token of it has a digit_desc() */
@@ -168,9 +169,6 @@ void et_automaton_free(et_automaton *a)
     free(a->wit);
     free((void *)a->pairs);
     free((void *)a->probes);
-    free(a->shape);
-    free(a->head);
-    free(a->dig);
     free(a->dtab);
     free(a->row_dig);
     free(a->dx_at);
@@ -447,30 +445,51 @@ static const uint8_t *pair_head(const et_model *m, uint32_t t, size_t *nt);
 #define AUT_LAST_APOS 0x20000000u
 #define AUT_HEAD_FLAGS (AUT_ENDS_APOS | AUT_ONE_MID | AUT_LAST_APOS)
 
-/* a->shape[4t + k]: the ids of token t's first shape (k = 0), free shape (1), and of its
- * head's (pair_head) first (2) and free (3) shapes; ET_NONE where t has none; a->head[t].
- * Only for the tokens of the rows (the only ones a state can hold or ask about); ids are
- * < 4V. */
-static int shapes(et_automaton *a, size_t used)
+/* The digit runs' group (digit_desc's g) of m's pretokenizer: 0 where it carries none. */
+static uint32_t dig_g_of(const et_model *m)
 {
-    const uint32_t V = a->n_vocab;
+    return m->pretok == ET_PRETOK_O200K ? 3u
+           : m->pretok == ET_PRETOK_CL100K || m->pretok == ET_PRETOK_LLAMA3 ? m->pretok_param
+           : m->pretok == ET_PRETOK_GPT2 && m->pretok_param == 1u ? 1u
+                                                                    : 0u;
+}
+
+/* A model's tokens as its canonical automata see them, the same for all of them: made by the
+ * first one's build and kept with the model (shapes_of; et_model_close frees them). shape[4t +
+ * k]: the ids of token t's first shape (k = 0), free shape (1), and of its head's (pair_head)
+ * first (2) and free (3) shapes, ET_NONE where t has none (ids are < 4V); head[t]; dig[t]. */
+struct et_shapes {
+    uint32_t *shape, *head;
+    uint8_t *dig;
+    uint32_t n_shapes; /* shape ids are < n_shapes */
+};
+
+void et_shapes_free(struct et_shapes *s)
+{
+    if (!s) return;
+    free(s->shape);
+    free(s->head);
+    free(s->dig);
+    free(s);
+}
+
+static struct et_shapes *shapes_build(const et_model *m)
+{
+    const uint32_t V = m->n_vocab, dig_g = dig_g_of(m);
     struct shape_map sm = {NULL, 16, 0, {{0}}, NULL, NULL};
-    uint64_t *in = calloc((size_t)V / 64u + 1u, 8u);
-    if (!in || !(a->shape = malloc((size_t)V * 16u)) || !(a->head = calloc(V, 4u)) ||
-        !(a->dig = calloc(V, 1u))) {
-        free(in);
-        return ET_E_NOMEM;
+    struct et_shapes *s = calloc(1, sizeof *s);
+    if (!s || !(s->shape = malloc((size_t)V * 16u)) || !(s->head = calloc(V, 4u)) ||
+        !(s->dig = calloc(V, 1u))) {
+        et_shapes_free(s);
+        return NULL;
     }
-    size_t n_in = 0, longest = 1;
-    for (size_t i = 0; i < used; i++) {
-        const uint32_t t = a->tok[i];
+    size_t longest = 1;
+    for (uint32_t t = 0; t < V; t++) {
         const uint8_t *p = NULL;
-        const size_t n = et_tok(a->m, t, &p);
+        const size_t n = et_tok(m, t, &p);
         if (n > longest) longest = n;
-        if (!(in[t >> 6] >> (t & 63u) & 1u)) n_in++;
-        in[t >> 6] |= (uint64_t)1 << (t & 63u);
     }
-    while (sm.cap < n_in * 8u) sm.cap *= 2;
+    while (sm.cap < (size_t)V * 8u) sm.cap *= 2; /* (4 ids a token at most) */
     for (unsigned c = 0; c < 256u; c++) {
         sm.byte[0][c] = shape_byte((uint8_t)c, 0);
         sm.byte[1][c] = shape_byte((uint8_t)c, 1);
@@ -480,22 +499,20 @@ static int shapes(et_automaton *a, size_t used)
     if (!sm.buf || !sm.buf2 || !(sm.tab = calloc(sm.cap, sizeof *sm.tab))) {
         free(sm.buf);
         free(sm.buf2);
-        free(in);
-        return ET_E_NOMEM;
+        et_shapes_free(s);
+        return NULL;
     }
     for (uint32_t t = 0; t < V; t++) {
         const uint8_t *p = NULL, *q = NULL;
-        size_t n = 0, nh = 0;
-        if (in[t >> 6] >> (t & 63u) & 1u) {
-            n = et_tok(a->m, t, &p);
-            q = n ? pair_head(a->m, t, &nh) : NULL;
-            if (q)
-                a->head[t] = (uint32_t)nh | (ends_apos(p, n) ? AUT_ENDS_APOS : 0u) |
-                             (one_mid(p, n) ? AUT_ONE_MID : 0u) |
-                             (p[n - 1u] == '\'' ? AUT_LAST_APOS : 0u);
-            if (a->dig_g) a->dig[t] = digit_desc(p, n, a->dig_g);
-        }
-        uint32_t *out = a->shape + (size_t)4u * t;
+        size_t nh = 0;
+        const size_t n = et_tok(m, t, &p);
+        q = n ? pair_head(m, t, &nh) : NULL;
+        if (q)
+            s->head[t] = (uint32_t)nh | (ends_apos(p, n) ? AUT_ENDS_APOS : 0u) |
+                         (one_mid(p, n) ? AUT_ONE_MID : 0u) |
+                         (p[n - 1u] == '\'' ? AUT_LAST_APOS : 0u);
+        if (dig_g && n) s->dig[t] = digit_desc(p, n, dig_g);
+        uint32_t *out = s->shape + (size_t)4u * t;
         for (int k = 0; k < 2; k++) {
             out[k] = n ? shape_id(&sm, p, (uint32_t)n, !k) : ET_NONE;
             out[2 + k] = q ? shape_id(&sm, q, (uint32_t)nh, !k) : ET_NONE;
@@ -504,10 +521,23 @@ static int shapes(et_automaton *a, size_t used)
     free(sm.tab);
     free(sm.buf);
     free(sm.buf2);
-    free(in);
-    a->n_shapes = sm.next;
-    a->bytes += (size_t)V * 21u;
-    return ET_OK;
+    s->n_shapes = sm.next;
+    return s;
+}
+
+/* m's et_shapes, made on first use (NULL where memory ran out). */
+static const struct et_shapes *shapes_of(const et_model *m)
+{
+    _Atomic(struct et_shapes *) *slot = &((et_model *)m)->shapes; /* (allocated, not const) */
+    struct et_shapes *s = atomic_load_explicit(slot, memory_order_acquire);
+    if (s) return s;
+    struct et_shapes *mine = shapes_build(m), *none = NULL;
+    if (!mine) return NULL;
+    if (atomic_compare_exchange_strong_explicit(slot, &none, mine, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return mine;
+    et_shapes_free(mine); /* another thread's came first */
+    return none;
 }
 
 /* Classes. What a canonical mask decides of entry i (token t, leading to row r) from the
@@ -867,9 +897,7 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
         if (!(a->count = malloc(2u * sizeof *a->count))) goto done;
         atomic_init(&a->count[0], 0u);
         atomic_init(&a->count[1], 0u);
-        a->dig_g = m->pretok == ET_PRETOK_O200K ? 3u
-                   : m->pretok == ET_PRETOK_CL100K || m->pretok == ET_PRETOK_LLAMA3 ? m->pretok_param
-                   : m->pretok == ET_PRETOK_GPT2 && m->pretok_param == 1u ? 1u : 0u;
+        a->dig_g = dig_g_of(m);
         a->n_d = a->dig_g ? a->dig_g + 2u : 1u;
         /* states (see join_state) must fit an int64: rows * k * k * n_d, in divisions (the
          * product itself could wrap) */
@@ -878,7 +906,13 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
             rc = ET_E_ARG;
             goto done;
         }
-        if ((rc = shapes(a, used)) || (rc = classes(a))) goto done;
+        const struct et_shapes *sh = shapes_of(m);
+        if (!sh) goto done;
+        a->shape = sh->shape;
+        a->head = sh->head;
+        a->dig = sh->dig;
+        a->n_shapes = sh->n_shapes;
+        if ((rc = classes(a))) goto done;
         rc = ET_E_NOMEM;
         if (!(a->dtab = malloc((size_t)a->n_d * 256u))) goto done;
         for (uint32_t d = 0; d < a->n_d; d++)
@@ -1251,7 +1285,7 @@ static int pair_valid(const et_automaton *a, uint32_t x, uint32_t y, int apart)
 }
 
 /* probe() answers remembered while one mask is made (on the stack), by the shapes of l2, l
- * and t's head (see shapes()), where a->probes cannot hold them: what is known (probe_ok). */
+ * and t's head (see shapes_of()), where a->probes cannot hold them: what is known (probe_ok). */
 #define AUT_MEMO 1024u
 #define AUT_LOOK_BITS 11u /* up to 2^11 look-aheads remembered by shape in a mask (entry_ok) */
 struct memo {

@@ -302,6 +302,7 @@ void et_model_close(et_model *m)
     if (!m) return;
     et_pairset_free(atomic_load_explicit(&m->pairset, memory_order_acquire));
     free(atomic_load_explicit(&m->odd, memory_order_acquire));
+    et_shapes_free(atomic_load_explicit(&m->shapes, memory_order_acquire));
     if (m->map) munmap(m->map, m->map_len);
     free(m);
 }

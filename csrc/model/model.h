@@ -156,7 +156,13 @@ struct et_model {
     _Atomic(struct et_pairset *) pairset; /* built on first use (et_pairset_of), or NULL */
     _Atomic int pairset_failed;           /* the tables do not allow one */
     _Atomic(uint64_t *) odd;              /* ET_FLAG_WHOLE: et_odd_of's bitset, or NULL */
+    _Atomic(struct et_shapes *) shapes;   /* canonical automata's view of the tokens, made by
+                                           * the first one's build (automata.c), or NULL */
 };
+
+/* csrc/automata/automata.c: frees a model's et_shapes (NULL: nothing). */
+struct et_shapes;
+void et_shapes_free(struct et_shapes *s);
 
 /* csrc/bpe/pairset.c: the tokens that et_valid_pair refuses after a token l, for every token
  * at once (a bitset in the pair set's own order of tokens: test token t at bit pos[t]). */
