@@ -80,8 +80,8 @@ struct et_automaton {
     const uint32_t *head;  /* canonical: per token, pair_head's length | AUT_HEAD_FLAGS (0: none) */
     _Atomic uint64_t *pairs; /* canonical: pair_valid's memo, n_pairs slots (see there) */
     uint32_t pair_bits;      /* n_pairs = 1 << pair_bits */
-    _Atomic uint64_t *probes; /* canonical: probe answers by shapes (see probe_ok), 1 << pair_bits
-                               * slots; NULL where the shapes are too many to pack */
+    _Atomic uint64_t *probes; /* canonical: probe answers by shapes (see probe_ok), the model's
+                               * (shapes_of); NULL where the shapes are too many to pack */
     uint32_t n_shapes;       /* shape ids are < n_shapes */
     const uint8_t *dig; /* canonical: per token, its digit_desc() (0 where dig_g is 0) */
     uint8_t *dtab;    /* canonical: digit_step() of every run d and digit_desc g, at d * 256 + g:
@@ -168,7 +168,6 @@ void et_automaton_free(et_automaton *a)
     free(a->live);
     free(a->wit);
     free((void *)a->pairs);
-    free((void *)a->probes);
     free(a->dtab);
     free(a->row_dig);
     free(a->dx_at);
@@ -462,7 +461,11 @@ struct et_shapes {
     uint32_t *shape, *head;
     uint8_t *dig;
     uint32_t n_shapes; /* shape ids are < n_shapes */
+    _Atomic uint64_t *probes; /* the probes' answers by shapes (see probe_ok), 1 << AUT_PROBE_BITS
+                               * slots: facts of the model, learned by all its automata; NULL
+                               * where the shapes are too many to pack */
 };
+#define AUT_PROBE_BITS 17u
 
 void et_shapes_free(struct et_shapes *s)
 {
@@ -470,6 +473,7 @@ void et_shapes_free(struct et_shapes *s)
     free(s->shape);
     free(s->head);
     free(s->dig);
+    free((void *)s->probes);
     free(s);
 }
 
@@ -522,6 +526,14 @@ static struct et_shapes *shapes_build(const et_model *m)
     free(sm.buf);
     free(sm.buf2);
     s->n_shapes = sm.next;
+    if (s->n_shapes + 2u <= AUT_SHAPE_MAX) {
+        const size_t slots = (size_t)1 << AUT_PROBE_BITS;
+        if (!(s->probes = malloc(slots * sizeof *s->probes))) {
+            et_shapes_free(s);
+            return NULL;
+        }
+        for (size_t i = 0; i < slots; i++) atomic_init(&s->probes[i], 0);
+    }
     return s;
 }
 
@@ -912,6 +924,7 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
         a->head = sh->head;
         a->dig = sh->dig;
         a->n_shapes = sh->n_shapes;
+        a->probes = sh->probes;
         if ((rc = classes(a))) goto done;
         rc = ET_E_NOMEM;
         if (!(a->dtab = malloc((size_t)a->n_d * 256u))) goto done;
@@ -928,18 +941,13 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
         a->bytes += (size_t)a->n_d * 256u + rows;
         if ((rc = digit_index(a))) goto done;
         rc = ET_E_NOMEM;
-        /* the pair and probe memos: 2 slots an entry each, 2^10 to 2^17 slots (8 KiB to 1 MiB) */
+        /* the pair memo: 2 slots an entry, 2^10 to 2^17 slots (8 KiB to 1 MiB) */
         for (a->pair_bits = 10; a->pair_bits < 17 && ((size_t)1 << a->pair_bits) < 2u * used;)
             a->pair_bits++;
         const size_t slots = (size_t)1 << a->pair_bits;
         if (!(a->pairs = malloc(slots * sizeof *a->pairs))) goto done;
         for (size_t i = 0; i < slots; i++) atomic_init(&a->pairs[i], 0);
         a->bytes += slots * sizeof *a->pairs;
-        if (a->n_shapes + 2u <= AUT_SHAPE_MAX) {
-            if (!(a->probes = malloc(slots * sizeof *a->probes))) goto done;
-            for (size_t i = 0; i < slots; i++) atomic_init(&a->probes[i], 0);
-            a->bytes += slots * sizeof *a->probes;
-        }
         /* long rows: their masks take the tokens l refuses from the model's pair set (built
          * by the first automaton that needs it; where the model has none, pair by pair) */
         uint32_t longest = 0;
@@ -1387,7 +1395,7 @@ static void pctx_look(const et_automaton *a, struct pctx *x)
 /* The slot of a->probes that holds key's answer, if any (key << 4 | bits). */
 static inline _Atomic uint64_t *probe_slot(const et_automaton *a, uint64_t key)
 {
-    return &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - a->pair_bits)];
+    return &a->probes[(key * 0x9E3779B97F4A7C15ull) >> (64u - AUT_PROBE_BITS)];
 }
 
 /* What the probes know of a pair: AUT_CUT and AUT_INSIDE known (<< 2), and those of them
