@@ -1085,15 +1085,18 @@ def test_canonical_masks_from_threads():  # type: ignore[no-untyped-def]
 
 
 def test_canonical_shapes_of_the_model_from_threads():  # type: ignore[no-untyped-def]
-    """The tokens' shapes, heads and digits belong to the model, made by its first canonical
-    automaton: four threads compiling at once on a model just loaded (each may make them, one
-    set is kept) get the masks of an automaton of another instance of the model, and a small
-    automaton holds nothing per token of the vocabulary."""
+    """The tokens' shapes, heads and digits belong to the model, made token by token as its
+    canonical automata need them (under its lock): on a model just loaded, after an enum's
+    automaton (a few tokens made, and it holds nothing per token of the vocabulary), four
+    threads compiling phone numbers at once (the rest made by one of them) get the masks of an
+    automaton of another instance of the model."""
     import threading
 
     base = edgetok.get_encoding("cl100k_base")
     fresh = edgetok.load(base._model.source)
     assert fresh._model is not base._model
+    enum = fresh.regex_automaton(PATTERNS["enum"], canonical=True)
+    assert enum.memory < fresh.n_vocab  # (less than a byte a token: 21 each before)
     pattern = PATTERNS["phone"]
     one = base.regex_automaton(pattern, canonical=True, mask_cache=0)
     states = sorted(set(canonical_states(base, pattern, one, 30, 5)))
@@ -1114,8 +1117,10 @@ def test_canonical_shapes_of_the_model_from_threads():  # type: ignore[no-untype
     for th in threads:
         th.join()
     assert not bad
-    enum = fresh.regex_automaton(PATTERNS["enum"], canonical=True)
-    assert enum.memory < fresh.n_vocab  # (less than a byte a token: 21 each before)
+    word = enum.start
+    for t in fresh.encode_ordinary("maybe"):
+        word = enum.next(word, t)
+    assert enum.is_accepting(word)
 
 
 def test_canonical_refused_where_unsupported(tmp_path):  # type: ignore[no-untyped-def]

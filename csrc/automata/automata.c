@@ -250,13 +250,16 @@ static int ends_apos(const uint8_t *p, size_t n)
     return (n >= 1u && p[n - 1u] == '\'') || (n >= 2u && p[n - 2u] == '\'');
 }
 
-struct shape_slot { const uint8_t *p; uint32_t n, id; uint64_t h; };
+struct shape_slot { uint64_t h; uint32_t at, len, id; }; /* (id + 1, 0: empty; len | raw << 31) */
 struct shape_map {
-    struct shape_slot *tab;
+    struct shape_slot *tab; /* (at most half full) */
     size_t cap;
     uint32_t next;
     uint8_t byte[2][256];
-    uint8_t *buf, *buf2; /* the longest token's length each: shapes being compared */
+    uint8_t *buf;   /* the longest token's length: the shape being looked up */
+    uint8_t *text;  /* the shapes found, end to end (tab's at and len) */
+    size_t used, room;
+    int failed;     /* memory ran out */
 };
 
 /* p[i]'s shape byte: letters named where an apostrophe is one or two bytes before, or where
@@ -343,26 +346,56 @@ static int shape_str(const struct shape_map *sm, const uint8_t *p, uint32_t n, i
     return 0;
 }
 
-/* The id of the (first or free) shape of p[0..n) (a new one if no string had that shape). */
+/* Doubles sm's table: 0 where memory ran out. */
+static int shape_grow(struct shape_map *sm)
+{
+    const size_t cap = sm->cap * 2u;
+    struct shape_slot *tab = calloc(cap, sizeof *tab);
+    if (!tab) return 0;
+    for (size_t k = 0; k < sm->cap; k++) {
+        if (!sm->tab[k].id) continue;
+        size_t q = (size_t)(sm->tab[k].h ^ sm->tab[k].h >> 29) & (cap - 1u);
+        while (tab[q].id) q = (q + 1u) & (cap - 1u);
+        tab[q] = sm->tab[k];
+    }
+    free(sm->tab);
+    sm->tab = tab;
+    sm->cap = cap;
+    return 1;
+}
+
+/* The id of the (first or free) shape of p[0..n) (a new one if no string had that shape);
+ * ET_NONE, and sm->failed, where memory ran out. */
 static uint32_t shape_id(struct shape_map *sm, const uint8_t *p, uint32_t n, int first)
 {
-    uint32_t len = 0, len2 = 0;
+    uint32_t len = 0;
     const int raw = shape_str(sm, p, n, first, sm->buf, &len);
     uint64_t h = 1469598103934665603ull ^ (uint64_t)raw;
     for (uint32_t i = 0; i < len; i++) h = (h ^ sm->buf[i]) * 1099511628211ull;
+    const uint32_t tag = len | (uint32_t)raw << 31;
+    if ((2u * ((size_t)sm->next + 1u) > sm->cap && !shape_grow(sm)) || len >> 31) {
+        sm->failed = 1;
+        return ET_NONE;
+    }
     for (size_t k = (size_t)(h ^ h >> 29) & (sm->cap - 1u);; k = (k + 1u) & (sm->cap - 1u)) {
         struct shape_slot *e = &sm->tab[k];
-        if (!e->p) {
-            e->p = p;
-            e->n = n | (uint32_t)first << 31;
-            e->h = h;
-            return e->id = sm->next++;
+        if (e->h == h && e->id && e->len == tag && !memcmp(sm->text + e->at, sm->buf, len))
+            return e->id - 1u;
+        if (e->id) continue;
+        if (sm->used + len > sm->room) {
+            const size_t room = 2u * (sm->used + len);
+            uint8_t *text = room <= 0xFFFFFFFFu ? realloc(sm->text, room) : NULL;
+            if (!text) {
+                sm->failed = 1;
+                return ET_NONE;
+            }
+            sm->text = text;
+            sm->room = room;
         }
-        if (e->h != h ||
-            shape_str(sm, e->p, e->n & 0x7FFFFFFFu, (int)(e->n >> 31), sm->buf2, &len2) != raw ||
-            len2 != len || memcmp(sm->buf, sm->buf2, len))
-            continue;
-        return e->id;
+        memcpy(sm->text + sm->used, sm->buf, len);
+        *e = (struct shape_slot){h, (uint32_t)sm->used, tag, sm->next + 1u};
+        sm->used += len;
+        return sm->next++;
     }
 }
 
@@ -453,17 +486,24 @@ static uint32_t dig_g_of(const et_model *m)
                                                                     : 0u;
 }
 
-/* A model's tokens as its canonical automata see them, the same for all of them: made by the
- * first one's build and kept with the model (shapes_of; et_model_close frees them). shape[4t +
- * k]: the ids of token t's first shape (k = 0), free shape (1), and of its head's (pair_head)
- * first (2) and free (3) shapes, ET_NONE where t has none (ids are < 4V); head[t]; dig[t]. */
+/* A model's tokens as its canonical automata see them, the same for all of them, kept with the
+ * model (shapes_of; et_model_close frees them) and made token by token as automata need them
+ * (shapes_add: the tokens of a new automaton's rows, under a lock). shape[4t + k]: the ids of
+ * token t's first shape (k = 0), free shape (1), and of its head's (pair_head) first (2) and
+ * free (3) shapes, ET_NONE where t has none or is not made yet (ids are < 4V, in the order
+ * found); head[t]; dig[t]. */
 struct et_shapes {
     uint32_t *shape, *head;
     uint8_t *dig;
-    uint32_t n_shapes; /* shape ids are < n_shapes */
+    uint64_t *made;    /* the tokens made (bit t) */
+    uint32_t n_shapes; /* shape ids are < n_shapes (under the lock) */
+    uint32_t dig_g;
     _Atomic uint64_t *probes; /* the probes' answers by shapes (see probe_ok), 1 << AUT_PROBE_BITS
-                               * slots: facts of the model, learned by all its automata; NULL
-                               * where the shapes are too many to pack */
+                               * slots: facts of the model, learned by all its automata (those
+                               * whose shapes are too many to pack ask none) */
+    struct shape_map sm;      /* (under the lock) */
+    size_t buf_len;           /* sm.buf's bytes */
+    atomic_flag lock;
 };
 #define AUT_PROBE_BITS 17u
 
@@ -473,83 +513,97 @@ void et_shapes_free(struct et_shapes *s)
     free(s->shape);
     free(s->head);
     free(s->dig);
+    free(s->made);
     free((void *)s->probes);
+    free(s->sm.tab);
+    free(s->sm.buf);
+    free(s->sm.text);
     free(s);
 }
 
-static struct et_shapes *shapes_build(const et_model *m)
+static struct et_shapes *shapes_new(const et_model *m)
 {
-    const uint32_t V = m->n_vocab, dig_g = dig_g_of(m);
-    struct shape_map sm = {NULL, 16, 0, {{0}}, NULL, NULL};
+    const uint32_t V = m->n_vocab;
+    const size_t slots = (size_t)1 << AUT_PROBE_BITS;
     struct et_shapes *s = calloc(1, sizeof *s);
     if (!s || !(s->shape = malloc((size_t)V * 16u)) || !(s->head = calloc(V, 4u)) ||
-        !(s->dig = calloc(V, 1u))) {
+        !(s->dig = calloc(V, 1u)) || !(s->made = calloc((size_t)V / 64u + 1u, 8u)) ||
+        !(s->probes = malloc(slots * sizeof *s->probes)) ||
+        !(s->sm.tab = calloc(s->sm.cap = 1024, sizeof *s->sm.tab))) {
         et_shapes_free(s);
         return NULL;
     }
-    size_t longest = 1;
-    for (uint32_t t = 0; t < V; t++) {
-        const uint8_t *p = NULL;
-        const size_t n = et_tok(m, t, &p);
-        if (n > longest) longest = n;
-    }
-    while (sm.cap < (size_t)V * 8u) sm.cap *= 2; /* (4 ids a token at most) */
+    memset(s->shape, 0xFF, (size_t)V * 16u); /* (ET_NONE) */
+    for (size_t i = 0; i < slots; i++) atomic_init(&s->probes[i], 0);
     for (unsigned c = 0; c < 256u; c++) {
-        sm.byte[0][c] = shape_byte((uint8_t)c, 0);
-        sm.byte[1][c] = shape_byte((uint8_t)c, 1);
+        s->sm.byte[0][c] = shape_byte((uint8_t)c, 0);
+        s->sm.byte[1][c] = shape_byte((uint8_t)c, 1);
     }
-    sm.buf = malloc(longest);
-    sm.buf2 = malloc(longest);
-    if (!sm.buf || !sm.buf2 || !(sm.tab = calloc(sm.cap, sizeof *sm.tab))) {
-        free(sm.buf);
-        free(sm.buf2);
-        et_shapes_free(s);
-        return NULL;
-    }
-    for (uint32_t t = 0; t < V; t++) {
-        const uint8_t *p = NULL, *q = NULL;
-        size_t nh = 0;
-        const size_t n = et_tok(m, t, &p);
-        q = n ? pair_head(m, t, &nh) : NULL;
-        if (q)
-            s->head[t] = (uint32_t)nh | (ends_apos(p, n) ? AUT_ENDS_APOS : 0u) |
-                         (one_mid(p, n) ? AUT_ONE_MID : 0u) |
-                         (p[n - 1u] == '\'' ? AUT_LAST_APOS : 0u);
-        if (dig_g && n) s->dig[t] = digit_desc(p, n, dig_g);
-        uint32_t *out = s->shape + (size_t)4u * t;
-        for (int k = 0; k < 2; k++) {
-            out[k] = n ? shape_id(&sm, p, (uint32_t)n, !k) : ET_NONE;
-            out[2 + k] = q ? shape_id(&sm, q, (uint32_t)nh, !k) : ET_NONE;
-        }
-    }
-    free(sm.tab);
-    free(sm.buf);
-    free(sm.buf2);
-    s->n_shapes = sm.next;
-    if (s->n_shapes + 2u <= AUT_SHAPE_MAX) {
-        const size_t slots = (size_t)1 << AUT_PROBE_BITS;
-        if (!(s->probes = malloc(slots * sizeof *s->probes))) {
-            et_shapes_free(s);
-            return NULL;
-        }
-        for (size_t i = 0; i < slots; i++) atomic_init(&s->probes[i], 0);
-    }
+    s->dig_g = dig_g_of(m);
+    atomic_flag_clear(&s->lock);
     return s;
 }
 
 /* m's et_shapes, made on first use (NULL where memory ran out). */
-static const struct et_shapes *shapes_of(const et_model *m)
+static struct et_shapes *shapes_of(const et_model *m)
 {
     _Atomic(struct et_shapes *) *slot = &((et_model *)m)->shapes; /* (allocated, not const) */
     struct et_shapes *s = atomic_load_explicit(slot, memory_order_acquire);
     if (s) return s;
-    struct et_shapes *mine = shapes_build(m), *none = NULL;
+    struct et_shapes *mine = shapes_new(m), *none = NULL;
     if (!mine) return NULL;
     if (atomic_compare_exchange_strong_explicit(slot, &none, mine, memory_order_acq_rel,
                                                 memory_order_acquire))
         return mine;
     et_shapes_free(mine); /* another thread's came first */
     return none;
+}
+
+/* Makes the shapes of the tokens tok[0..n) not made yet; *n_shapes: how many there are then
+ * (every token of tok has its ids below). ET_OK or ET_E_NOMEM (those made are kept). */
+static int shapes_add(const et_model *m, struct et_shapes *s, const uint32_t *tok, size_t n,
+                      uint32_t *n_shapes)
+{
+    int rc = ET_OK;
+    while (atomic_flag_test_and_set_explicit(&s->lock, memory_order_acquire))
+        continue; /* (another build's tokens: a JSON pattern's take ~100 ms, once per model) */
+    s->sm.failed = 0;
+    for (size_t i = 0; i < n && rc == ET_OK; i++) {
+        const uint32_t t = tok[i];
+        if (s->made[t >> 6] >> (t & 63u) & 1u) continue;
+        const uint8_t *p = NULL, *q = NULL;
+        size_t nh = 0;
+        const size_t nt = et_tok(m, t, &p);
+        if (nt > s->buf_len) {
+            uint8_t *buf = realloc(s->sm.buf, nt);
+            if (!buf) {
+                rc = ET_E_NOMEM;
+                break;
+            }
+            s->sm.buf = buf;
+            s->buf_len = nt;
+        }
+        q = nt ? pair_head(m, t, &nh) : NULL;
+        uint32_t ids[4];
+        for (int k = 0; k < 2; k++) {
+            ids[k] = nt ? shape_id(&s->sm, p, (uint32_t)nt, !k) : ET_NONE;
+            ids[2 + k] = q ? shape_id(&s->sm, q, (uint32_t)nh, !k) : ET_NONE;
+        }
+        if (s->sm.failed) {
+            rc = ET_E_NOMEM;
+            break;
+        }
+        memcpy(s->shape + (size_t)4u * t, ids, sizeof ids);
+        if (q)
+            s->head[t] = (uint32_t)nh | (ends_apos(p, nt) ? AUT_ENDS_APOS : 0u) |
+                         (one_mid(p, nt) ? AUT_ONE_MID : 0u) |
+                         (p[nt - 1u] == '\'' ? AUT_LAST_APOS : 0u);
+        if (s->dig_g && nt) s->dig[t] = digit_desc(p, nt, s->dig_g);
+        s->made[t >> 6] |= (uint64_t)1 << (t & 63u);
+    }
+    *n_shapes = s->sm.next;
+    atomic_flag_clear_explicit(&s->lock, memory_order_release);
+    return rc;
 }
 
 /* Classes. What a canonical mask decides of entry i (token t, leading to row r) from the
@@ -918,13 +972,12 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
             rc = ET_E_ARG;
             goto done;
         }
-        const struct et_shapes *sh = shapes_of(m);
-        if (!sh) goto done;
+        struct et_shapes *const sh = shapes_of(m);
+        if (!sh || shapes_add(m, sh, a->tok, used, &a->n_shapes) != ET_OK) goto done;
         a->shape = sh->shape;
         a->head = sh->head;
         a->dig = sh->dig;
-        a->n_shapes = sh->n_shapes;
-        a->probes = sh->probes;
+        a->probes = a->n_shapes + 2u <= AUT_SHAPE_MAX ? sh->probes : NULL;
         if ((rc = classes(a))) goto done;
         rc = ET_E_NOMEM;
         if (!(a->dtab = malloc((size_t)a->n_d * 256u))) goto done;

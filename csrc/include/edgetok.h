@@ -321,8 +321,8 @@ typedef struct et_automaton et_automaton;
  * every other state must be able to reach acceptance. A token is allowed where the DFA reads
  * all its bytes. ET_AUT_CANONICAL needs pair tables (et_model_pair_tables), a C pretokenizer and states that
  * fit an int64 (else ET_E_ARG). Allocates (ET_E_NOMEM); freed with et_automaton_free. Threads may share *out:
- * canonical ones keep what their masks learn (facts, by key), which changes no answer. A model's
- * first canonical automaton makes what all of them share (pair set, shapes: kept by the model). */
+ * canonical ones keep what their masks learn (facts, by key), which changes no answer. What a
+ * model's canonical automata share (pair set, tokens' shapes, probes) is kept by the model. */
 int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *accept,
                        uint32_t n, unsigned flags, et_automaton **out);
 void et_automaton_free(et_automaton *a);
