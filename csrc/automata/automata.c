@@ -497,7 +497,6 @@ struct et_shapes {
     uint8_t *dig;
     uint64_t *made;    /* the tokens made (bit t) */
     uint32_t n_shapes; /* shape ids are < n_shapes (under the lock) */
-    uint32_t dig_g;
     _Atomic uint64_t *probes; /* the probes' answers by shapes (see probe_ok), 1 << AUT_PROBE_BITS
                                * slots: facts of the model, learned by all its automata (those
                                * whose shapes are too many to pack ask none) */
@@ -539,7 +538,6 @@ static struct et_shapes *shapes_new(const et_model *m)
         s->sm.byte[0][c] = shape_byte((uint8_t)c, 0);
         s->sm.byte[1][c] = shape_byte((uint8_t)c, 1);
     }
-    s->dig_g = dig_g_of(m);
     atomic_flag_clear(&s->lock);
     return s;
 }
@@ -565,6 +563,7 @@ static int shapes_add(const et_model *m, struct et_shapes *s, const uint32_t *to
                       uint32_t *n_shapes)
 {
     int rc = ET_OK;
+    const uint32_t dig_g = dig_g_of(m);
     while (atomic_flag_test_and_set_explicit(&s->lock, memory_order_acquire))
         continue; /* (another build's tokens: a JSON pattern's take ~100 ms, once per model) */
     s->sm.failed = 0;
@@ -598,7 +597,7 @@ static int shapes_add(const et_model *m, struct et_shapes *s, const uint32_t *to
             s->head[t] = (uint32_t)nh | (ends_apos(p, nt) ? AUT_ENDS_APOS : 0u) |
                          (one_mid(p, nt) ? AUT_ONE_MID : 0u) |
                          (p[nt - 1u] == '\'' ? AUT_LAST_APOS : 0u);
-        if (s->dig_g && nt) s->dig[t] = digit_desc(p, nt, s->dig_g);
+        if (dig_g && nt) s->dig[t] = digit_desc(p, nt, dig_g);
         s->made[t >> 6] |= (uint64_t)1 << (t & 63u);
     }
     *n_shapes = s->sm.next;
@@ -951,6 +950,7 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
     a->n_rows = rows;
     a->bytes = sizeof *a + ((size_t)rows + 1u) * 4u + rows + used * 8u;
     if ((rc = row_bits(a)) != ET_OK) goto done;
+    rc = ET_E_NOMEM; /* (what a failed allocation below returns) */
     if (flags & ET_AUT_CANONICAL) {
         if (!(a->live = malloc(used ? used : 1u)) ||
             !(a->wit = malloc((used ? used : 1u) * sizeof *a->wit)))
