@@ -2578,6 +2578,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     *n = 0;
     if (!split_state(a, state, &c)) return ET_E_ARG;
     if (!(a->flags & ET_AUT_CANONICAL)) return mask_plain(a, c.row, ids, cap, bits, nbytes, n);
+    if (bits) memset(bits, 0, nbytes);
     struct memo mm;
     uint64_t looks[1u << AUT_LOOK_BITS];
     if (!a->probes) memset(mm.key, 0, sizeof mm.key);
@@ -2712,10 +2713,6 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     int rc = ET_OK;
     const uint32_t *const tok = a->tok, beg = a->row[c.row], end = a->row[c.row + 1u];
     const uint16_t *const cls = a->cls;
-    if (bits) { /* (the words made at stage 2 cover the vocabulary's bytes) */
-        const size_t from = vstage == 2 ? ((size_t)a->n_vocab + 7u) / 8u : 0u;
-        memset(bits + from, 0, nbytes - from);
-    }
     if (vstage == 2) { /* a word of tokens at a time; mask_entry for those the slot asks it of */
         const size_t nb = ((size_t)a->n_vocab + 7u) / 8u;
         uint32_t i = beg;
