@@ -55,6 +55,8 @@ int et_model_drops_bytes(const et_model *m);
 int et_model_bos_eos(const et_model *m, uint32_t *bos, uint32_t *eos);
 uint32_t et_model_kind(const et_model *m);
 int et_model_wordpiece(const et_model *m, uint32_t *unk, uint32_t *cls, uint32_t *sep);
+int et_encode_piece(et_ws *ws, const char *text, size_t len, uint32_t *out, size_t cap,
+                    size_t *n_out);             /* BPE: text as one piece */
 int et_encode_spans(et_ws *ws, const char *text, size_t len, uint32_t *out, size_t *spans,
                     size_t cap, size_t *n_out);   /* WordPiece: ids and their text ranges */
 int et_compile_wordpiece(const char *bytes, const uint32_t *off, const uint32_t *ids, uint32_t n,

@@ -179,6 +179,18 @@ class Model:
                 check(rc, "encode")
             self._ws(lib.et_ws_need(self._scratch.ws))
 
+    def encode_piece(self, data: bytes) -> list[int]:
+        """A BPE model's ids of data as one piece: no pretokenizer split (et_encode_piece)."""
+        cap = max(len(data), 1)  # (at most an id per byte)
+        out, n = ffi.new("uint32_t[]", cap), ffi.new("size_t *")
+        while True:
+            rc = lib.et_encode_piece(self._ws(), data, len(data), out, cap, n)
+            if rc == lib.ET_OK:
+                return ffi.unpack(out, n[0])
+            if rc != lib.ET_E_WORKSPACE:
+                check(rc, "encode")
+            self._ws(lib.et_ws_need(self._scratch.ws))
+
     def wordpiece_ids(self) -> tuple[int, int | None, int | None]:
         """A WordPiece model's ([UNK], [CLS], [SEP]) ids (None where it has none)."""
         got = ffi.new("uint32_t[3]")

@@ -848,21 +848,7 @@ class Encoding:
         tokens."""
         if isinstance(text_or_bytes, str):
             text_or_bytes = text_or_bytes.encode("utf-8")
-        if not text_or_bytes:
-            return []
-        token = self._model.lookup(text_or_bytes)
-        if token is not None:
-            return [token]
-        from ._ffi import GrowingPiece
-
-        piece = GrowingPiece(self._model)
-        piece.grow(text_or_bytes, 0, len(text_or_bytes))
-        ids, n = [], len(text_or_bytes)
-        while n:
-            t = int(piece._last[n - 1])  # type: ignore[index]
-            ids.append(t)
-            n -= len(self._model.token_bytes(t) or b"x")
-        return ids[::-1]
+        return self._model.encode_piece(bytes(text_or_bytes))
 
     def _encode_only_native_bpe(self, text: str) -> list[int]:
         """encode_ordinary with the pattern applied by the `regex` module, each piece encoded

@@ -110,18 +110,39 @@ def test_generated_text(name, text, seed):  # type: ignore[no-untyped-def]
         assert enc.is_canonical(p) == truth(enc, ref, p), (text, p)
 
 
-@pytest.mark.parametrize("name", BUILTINS)
+@pytest.mark.parametrize("name", [*BUILTINS, "llama3"])
 @settings(max_examples=200, deadline=None)
 @given(data=st.data())
 def test_random_ids(name, data):  # type: ignore[no-untyped-def]
-    """Random ordinary ids: mostly not canonical, often not UTF-8 (tiktoken's _encode_bytes)."""
-    enc, ref = edgetok.get_encoding(name), oracle(name)
+    """Random ordinary ids: mostly not canonical, often not UTF-8 (tiktoken's _encode_bytes).
+    Llama-3 (GGUF, no backtracking tables) against tiktoken with its ranks."""
+    enc, ref = reference.llama3() if name == "llama3" else (edgetok.get_encoding(name), oracle(name))
     n = enc.model.n_vocab
     ordinary = st.integers(0, n - 1).filter(lambda i: not enc.is_special_token(i)
                                             and enc.model.token_bytes(i) is not None)
     small = st.integers(0, 1000)  # frequent short tokens: pairs that may well be canonical
     ids = data.draw(st.lists(st.one_of(ordinary, small), max_size=8))
     assert enc.is_canonical(ids) == truth(enc, ref, ids), ids
+
+
+@pytest.mark.parametrize("name", [*BUILTINS, "llama3"])
+def test_single_piece_and_bytes(name):  # type: ignore[no-untyped-def]
+    """_encode_single_piece (BPE with no pretokenizer split) and _encode_bytes against
+    tiktoken's, on real words, sentences and bytes that are not UTF-8: on Llama-3 (no
+    backtracking tables) every piece of more than one token once raised ModelError."""
+    enc, ref = reference.llama3() if name == "llama3" else (edgetok.get_encoding(name), oracle(name))
+    rnd = random.Random(3)
+    words = [b"hello world", b"antidisestablishmentarianism", b"\xa8:", b" \xe4\xb8\xad\xe6",
+             "naïve café — ünïcödé ".encode() * 3, b"x", bytes(range(256))]
+    words += [bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 40))) for _ in range(100)]
+    for w in words:
+        assert enc._encode_single_piece(w) == ref._encode_single_piece(w), w
+        assert enc._encode_bytes(w) == ref._encode_bytes(w), w
+    assert enc._encode_single_piece(b"") == []  # (tiktoken's panics)
+    if name == "llama3":
+        assert enc.is_canonical([101, 25])  # b"\xa8:": what _encode_bytes gives
+    text = "antidisestablishmentarianism isn't a word you'd type 12345 times"
+    assert enc._encode_only_native_bpe(text) == ref._encode_only_native_bpe(text)
 
 
 def test_specials_and_unknown_ids(enc):  # type: ignore[no-untyped-def]

@@ -1183,6 +1183,15 @@ int et_piece_grow(et_ws *ws, const char *piece, size_t from, size_t to, uint32_t
     return grow(ws, (const uint8_t *)piece, from, to, last, cnt, walks, n_walks);
 }
 
+int et_encode_piece(et_ws *ws, const char *text, size_t len, uint32_t *out, size_t cap,
+                    size_t *n_out)
+{
+    size_t consumed;
+    if (!ws || (!text && len) || !out || !n_out || ws->m->kind != ET_KIND_BPE) return ET_E_ARG;
+    return bpe_loop(ws, ET_PRETOK_REGEX, ws->m->flags & ET_FLAG_GAPS, (const uint8_t *)text, len,
+                    ET_FINAL, out, NULL, cap, SIZE_MAX, n_out, &consumed);
+}
+
 /* What kind of piece of model m starts at t[start] (of a piece t[start..end)): a word,
  * punctuation (with its line-break tail), whitespace, a run of digits (GPT-2's \p{N}+), or
  * something else (digit groups of at most 3, or one digit). */

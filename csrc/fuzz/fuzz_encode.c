@@ -10,7 +10,8 @@
  * it stopped) == whole; et_shard_cut halves == whole; warm workspace == fresh; split_at's
  * contract; count_range == count of the slice; count_limit stops at the piece boundary where
  * the whole text's count passes the limit; for every piece, tiktoken's merge (small), the heap
- * and the backtracking encoder give the same ids; et_piece_grow's counts == the heap's.
+ * and the backtracking encoder give the same ids; et_piece_grow's counts == the heap's;
+ * et_encode_piece of the whole text is its token, or else the heap's ids.
  * SentencePiece models: count == len(encode), warm == fresh, decode measures what it writes.
  * WordPiece models: the same, at most an id per byte, and a space is a cut: the ids of the
  * text before its first space and of the text after it, joined, are the whole text's.
@@ -320,6 +321,24 @@ static void bpe_checks(et_ws **wsp, et_ws **fresh, const et_model *m, const uint
     pair_checks(m, t, len);
     free(pe);
     free(a);
+
+    /* the whole text as one piece (et_encode_piece): a token if it is one, else the heap's */
+    if (!gaps && len >= 1 && len <= 1024) {
+        uint32_t *one = fz_alloc(len * 4), *h = fz_alloc(len * 4);
+        uint64_t *mem = fz_alloc((len + 1) * 48);
+        size_t k = 0;
+        CHECK(et_encode_piece(ws, (const char *)t, len, one, len, &k) == ET_OK);
+        uint32_t node = et_trie_walk(m, 0, t, len);
+        if (node != ET_NONE && et_value(m, node) != ET_NONE) {
+            CHECK(k == 1 && one[0] == et_value(m, node));
+        } else {
+            size_t nh = heap_merge(m, t, (uint32_t)len, mem, h);
+            CHECK(same_ids(one, k, h, nh));
+        }
+        free(one);
+        free(h);
+        free(mem);
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

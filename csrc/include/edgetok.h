@@ -229,6 +229,11 @@ int et_prefix_counts(et_ws *ws, const char *text, size_t len, uint32_t *cum);
 int et_count_range(et_ws *ws, const char *text, size_t len, const uint32_t *cum, size_t i,
                    size_t j, size_t *count);
 
+/* BPE models: text[0..len) encoded as one piece (no pretokenizer split; a piece that is a token
+ * is that token), as tiktoken's _encode_single_piece. Errors as et_encode; ET_E_ARG otherwise. */
+int et_encode_piece(et_ws *ws, const char *text, size_t len, uint32_t *out, size_t cap,
+                    size_t *n_out);
+
 /* ---- one piece that grows (appending; models where et_model_backtracks() is 1) ----------- */
 
 /* Extends the encoding of every prefix of a piece from p[0..from) to p[0..to): last[i] = the
