@@ -1251,13 +1251,18 @@ static int cut_before_kept(const et_automaton *a, uint32_t l2, uint32_t l)
     return res;
 }
 
-/* t's first two characters, all of t if it is white space (a run's cuts look further), or
- * NULL when t is not UTF-8. Cuts before t depend on no more of it (see probe). */
+/* t's first two characters, and the two after an apostrophe among them (a contraction begun
+ * there: "n't", "I'll"); all of t if it is white space (a run's cuts look further), or NULL
+ * when t is not UTF-8. Cuts before t depend on no more of it (see probe). */
 static const uint8_t *pair_head(const et_model *m, uint32_t t, size_t *nt)
 {
     const uint8_t *q = NULL;
     size_t n = et_tok(m, t, &q), k, head = utf8_chars(q, n, 2);
     if (!n || !head || !utf8_chars(q, n, n)) return NULL;
+    for (size_t i = 0, c = 0; i < head; i += k, c++) {
+        et_utf8_decode(q, n, i, &k);
+        if (q[i] == '\'') head = utf8_chars(q, n, c + 3u); /* (the last apostrophe's) */
+    }
     *nt = head;
     for (size_t i = 0; i < n; i += k)
         if (!(et_ucd_bits(et_utf8_decode(q, n, i, &k)) & ET_U_S)) return q;
