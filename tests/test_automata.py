@@ -353,6 +353,36 @@ def test_canonical_precision(enc):  # type: ignore[no-untyped-def]
         assert got >= floor, (key, got)
 
 
+ENUMS = ["(hello|world|we're|it's|can't|won't|O'Brien|rock'n'roll|you'll|they've)",
+         "(IPv4|HTTP2|x86_64|COVID-19|A1B2)", "(Isn't|I'm|I'll|don't|Andy's)",
+         "(  |\n\n|\t|\r\n| \n)", "(Mr\\.|e\\.g\\.|etc\\.|\\.\\.\\.|!!!)"]
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "r50k_base", "llama3"])
+def test_canonical_enums_no_dead_ends(name):  # type: ignore[no-untyped-def]
+    """Every state of the canonical automata of these enums that a walk reaches allows a token
+    or accepts, and each word's encoding (tiktoken's) walks to acceptance. The look-ahead's
+    later steps took any token before: "wor" of hello|world was allowed on cl100k, after which
+    nothing is ("l" "d" make "world"), as after "I" of I'm on o200k, "you" "'" of you'll on
+    r50k, and " " " " of the two spaces (the text may not end there: "  " is one token)."""
+    enc, ref = encodings(name)
+    for pattern in ENUMS:
+        a = automaton(name, pattern, True)
+        for word in regex.findall(r"(?:[^|()\\]|\\.)+", pattern):
+            word = word.replace("\\.", ".")
+            assert a.is_accepting(a.walk(ref.encode_ordinary(word))), (pattern, word)
+        todo, seen = [(a.start, ())], set()
+        while todo:
+            s, path = todo.pop()
+            if s in seen:
+                continue
+            seen.add(s)
+            allowed = a.allowed_ids(s)
+            assert allowed or a.is_accepting(s), (pattern, [enc.decode_single_token_bytes(t) for t in path])
+            todo += [(a.next(s, t), path + (t,)) for t in allowed]
+        assert len(seen) > 5
+
+
 def test_canonical_llama3_odd_tokens_mask_and_next():  # type: ignore[no-untyped-def]
     """Llama-3's tokens that the pair walk cannot take (test_canonical.llama3_odd): a canonical
     mask (made from the pair set, whose bits for them are not its own) and next() agree on each

@@ -75,6 +75,8 @@ struct et_automaton {
     _Atomic uint8_t *live; /* canonical: per (row, token) entry, what look-ahead proved */
     _Atomic uint32_t *wit; /* canonical: per entry, a next entry that proved it live (see
                             * entry_live): (offset in its row + 1) << 1 | valid pair; 0: none */
+    _Atomic uint32_t *xw;  /* canonical: per row, the entry (offset + 1; 0: none) that last
+                            * proved a live_exact in it: a hint */
     const uint32_t *shape; /* canonical: 4 x n_vocab shape ids of the tokens (see shapes_of():
                             * the model's, shared by its canonical automata) */
     const uint32_t *head;  /* canonical: per token, pair_head's length | AUT_HEAD_FLAGS (0: none) */
@@ -167,6 +169,7 @@ void et_automaton_free(et_automaton *a)
     free(a->accept);
     free(a->live);
     free(a->wit);
+    free(a->xw);
     free((void *)a->pairs);
     free(a->dtab);
     free(a->row_dig);
@@ -953,13 +956,15 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
     rc = ET_E_NOMEM; /* (what a failed allocation below returns) */
     if (flags & ET_AUT_CANONICAL) {
         if (!(a->live = malloc(used ? used : 1u)) ||
-            !(a->wit = malloc((used ? used : 1u) * sizeof *a->wit)))
+            !(a->wit = malloc((used ? used : 1u) * sizeof *a->wit)) ||
+            !(a->xw = malloc(((size_t)rows + 1u) * sizeof *a->xw)))
             goto done;
         for (size_t i = 0; i < used; i++) {
             atomic_init(&a->live[i], 0);
             atomic_init(&a->wit[i], 0);
         }
-        a->bytes += used * (1u + sizeof *a->wit);
+        for (size_t r = 0; r <= rows; r++) atomic_init(&a->xw[r], 0);
+        a->bytes += used * (1u + sizeof *a->wit) + ((size_t)rows + 1u) * sizeof *a->xw;
         if (!(a->count = malloc(2u * sizeof *a->count))) goto done;
         atomic_init(&a->count[0], 0u);
         atomic_init(&a->count[1], 0u);
@@ -1692,6 +1697,76 @@ static int entry_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32
     return lvl;
 }
 
+/* Whether the text may end after l with l2 before it (et_automaton_accepting's test of the pair
+ * at the end: l2 ET_NONE, or a cut or one piece that the end of the text allows). */
+static int end_ok(const et_automaton *a, uint32_t l2, uint32_t l)
+{
+    if (l2 == ET_NONE || l == ET_NONE) return 1;
+    const uint8_t *q = NULL;
+    size_t nt = et_tok(a->m, l, &q);
+    const int want = et_valid_pair(a->m, l2, l) ? AUT_CUT | AUT_INSIDE : AUT_CUT;
+    return !nt || !utf8_chars(q, nt, nt) || probe(a->m, AUT_ANY, l2, q, nt, 0, want);
+}
+
+/* The look-ahead of short rows, with the tokens known at every step (entry_live's deeper
+ * steps take any token before, which lets a walk in: "wor" of hello|world is live after any
+ * token before "l", but after "wor", "l" then "d" make "world"): whether entry i (token t after
+ * l, the run after t d) leads where the text may end (t's row accepts and end_ok(l, t)) or go
+ * on for k more tokens, each allowed by pair_ok_c after the two before it. As a proof (proof
+ * = 1), the entries that proved one before are tried first (the row's a->xw, kept by both
+ * kinds, then i's a->wit),
+ * then the row in order, skipping those that entry_live proved not live after any token; past
+ * *budget entries tried the answer is 0 (not proven). Else the row in order, and past *budget
+ * the answer is 1 (not known): what it tries does not depend on what was learned before, so
+ * the answer is a function of the state alone, the same for a mask and for a step. */
+static int live_exact(const et_automaton *a, struct memo *mm, uint32_t l, uint32_t i, uint32_t d,
+                      unsigned k, int *budget, int proof)
+{
+    const uint32_t t = a->tok[i], r = a->nxt[i], beg = a->row[r], end = a->row[r + 1u];
+    if (a->accept[r] && end_ok(a, l, t)) return 1;
+    if (!k) return 1;
+    struct pctx x;
+    pctx_init(a, &x, l, t);
+    uint32_t hint[2] = {end, end}; /* (tried first; end: none) */
+    if (proof) {
+        const uint32_t xr = atomic_load_explicit(&a->xw[r], memory_order_relaxed),
+                       w = atomic_load_explicit(&a->wit[i], memory_order_relaxed);
+        if (xr && xr <= end - beg) hint[0] = beg + xr - 1u;
+        if (w && (w >> 1) <= end - beg && beg + (w >> 1) - 1u != hint[0])
+            hint[1] = beg + (w >> 1) - 1u;
+    }
+    for (uint32_t n = 0; n < 2u + (end - beg); n++) {
+        const uint32_t j = n < 2u ? hint[n] : beg + (n - 2u);
+        if (j == end || (n >= 2u && (j == hint[0] || j == hint[1]))) continue;
+        if (--*budget < 0) return !proof;
+        const uint32_t u = a->tok[j];
+        const unsigned v = dstep(a, d, u),
+                       m = atomic_load_explicit(&a->live[j], memory_order_relaxed);
+        if (!v || (proof && k > 1u && (m >> 4) && (m >> 4) <= k - 1u)) continue;
+        int valid = -1;
+        if (pair_ok_c(a, mm, &x, u, &valid, v) &&
+            live_exact(a, mm, t, j, (v & 15u) - 1u, k - 1u, budget, proof)) {
+            atomic_store_explicit(&a->xw[r], j - beg + 1u, memory_order_relaxed);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* live_exact for entry i of row (dt: the run after its token) after l, where the row is short
+ * (AUT_LONG): masks and steps take its token only then. A proof first, then the scan. */
+#define AUT_PROOF_BUDGET 256
+#define AUT_EXACT_BUDGET 2048
+static int short_live(const et_automaton *a, struct memo *mm, uint32_t row, uint32_t l,
+                      uint32_t i, uint32_t dt)
+{
+    if (a->row[row + 1u] - a->row[row] >= AUT_LONG) return 1;
+    int budget = AUT_PROOF_BUDGET;
+    if (live_exact(a, mm, l, i, dt, AUT_LOOK, &budget, 1)) return 1;
+    budget = AUT_EXACT_BUDGET;
+    return live_exact(a, mm, l, i, dt, AUT_LOOK, &budget, 0);
+}
+
 /* Small automata (an enum of words: tens of entries) learn at build whether each entry is
  * live under any token before it (entry_live, AUT_ANY): their first masks then cost what a
  * later one does (cl100k, (yes|no|maybe|unknown): the first mask 22 -> 3 us, the build ~1 ms
@@ -1967,7 +2042,9 @@ int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
         mm.look = NULL;
             pctx_init(a, &x, c.l2, c.l);
         pctx_look(a, &x);
-        if (entry_ok(a, &mm, &x, lo, -1, v) <= 0) return -1;
+        if (entry_ok(a, &mm, &x, lo, -1, v) <= 0 ||
+            !short_live(a, &mm, c.row, c.l, lo, (v & 15u) - 1u))
+            return -1;
     }
     return join_state(a, a->nxt[lo], c.l, token, (v & 15u) - 1u);
 }
@@ -1976,12 +2053,8 @@ int et_automaton_accepting(const et_automaton *a, int64_t state)
 {
     struct cstate c;
     if (!a || !split_state(a, state, &c) || !a->accept[c.row]) return 0;
-    if (!(a->flags & ET_AUT_CANONICAL) || c.l2 == ET_NONE) return 1;
     /* the text ends after l: (l2, l) must be a pair the end of the text allows */
-    const uint8_t *q = NULL;
-    size_t nt = et_tok(a->m, c.l, &q);
-    const int want = et_valid_pair(a->m, c.l2, c.l) ? AUT_CUT | AUT_INSIDE : AUT_CUT;
-    return !nt || !utf8_chars(q, nt, nt) || probe(a->m, AUT_ANY, c.l2, q, nt, 0, want);
+    return !(a->flags & ET_AUT_CANONICAL) || end_ok(a, c.l2, c.l);
 }
 
 /* Look-aheads kept from mask to mask. Whether entry i of a row is live after l (entry_look),
@@ -2163,6 +2236,7 @@ struct mrun {
     const struct pinv *pi;
     const uint64_t *tinv; /* mask_long: pi's tokens by id (et_pairset_by_token), or NULL */
     uint32_t row;
+    int short_row; /* fewer than AUT_LONG entries (short_live) */
     int lslot;
     int any; /* look_any may be asked (the automaton has made AUT_ANY_AFTER long masks) */
 };
@@ -2282,6 +2356,10 @@ take:
         if (!cv || !entry_look(a, r.mm, r.x, i, (cv & 15u) - 1u)) abort();
     }
 #endif
+    if (r.short_row) {
+        const unsigned sv = r.drow ? r.drow[a->dig[t]] : 1u;
+        if (!short_live(a, r.mm, r.row, r.x->l, i, (sv & 15u) - 1u)) return ME_DEAD;
+    }
     return ME_TAKE | ME_LIVE;
 }
 
@@ -2714,7 +2792,8 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
         any = atomic_load_explicit(&a->count[1], memory_order_relaxed) + 1u > AUT_ANY_AFTER ||
               atomic_fetch_add_explicit(&a->count[1], 1u, memory_order_relaxed) + 1u >
                   AUT_ANY_AFTER;
-    struct mrun run = {&mm, &x, cst, drow, after_l, &pi, NULL, c.row, lslot, any};
+    struct mrun run = {&mm, &x, cst, drow, after_l, &pi, NULL, c.row,
+                       n_row < AUT_LONG, lslot, any};
     int rc = ET_OK;
     const uint32_t *const tok = a->tok, beg = a->row[c.row], end = a->row[c.row + 1u];
     const uint16_t *const cls = a->cls;
