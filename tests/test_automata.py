@@ -5,6 +5,7 @@ the C automaton under AddressSanitizer and UBSan (slow)."""
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import random
 import shutil
@@ -280,8 +281,6 @@ def test_canonical_soundness_generated_long(name, data):  # type: ignore[no-unty
 def soundness_short_texts(name: str, alphabet: str, longest: int) -> None:
     """Every text of up to longest characters of alphabet: tiktoken's encoding walks the
     canonical automaton of [\\s\\S]* to acceptance with every token allowed."""
-    import itertools
-
     ref = encodings(name)[1]
     a = automaton(name, r"[\s\S]*", True)
     for k in range(1, longest + 1):
@@ -355,7 +354,7 @@ def test_canonical_precision(enc):  # type: ignore[no-untyped-def]
 
 ENUMS = ["(hello|world|we're|it's|can't|won't|O'Brien|rock'n'roll|you'll|they've)",
          "(IPv4|HTTP2|x86_64|COVID-19|A1B2)", "(Isn't|I'm|I'll|don't|Andy's)",
-         "(  |\n\n|\t|\r\n| \n)", "(Mr\\.|e\\.g\\.|etc\\.|\\.\\.\\.|!!!)"]
+         "(  |\n\n|\t|\r\n| \n)", "(Mr\\.|e\\.g\\.|etc\\.|\\.\\.\\.|!!!)", " {1,9}", "[ \n]{1,8}"]
 
 
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "r50k_base", "llama3"])
@@ -364,12 +363,18 @@ def test_canonical_enums_no_dead_ends(name):  # type: ignore[no-untyped-def]
     or accepts, and each word's encoding (tiktoken's) walks to acceptance. The look-ahead's
     later steps took any token before: "wor" of hello|world was allowed on cl100k, after which
     nothing is ("l" "d" make "world"), as after "I" of I'm on o200k, "you" "'" of you'll on
-    r50k, and " " " " of the two spaces (the text may not end there: "  " is one token)."""
+    r50k, and " " " " of the two spaces (the text may not end there: "  " is one token); and
+    three steps were too few for runs of spaces: " " " " of " {1,5}" may go on to " " " " " "
+    (each pair may be cut before a word), and only there the text ends, in one token."""
     enc, ref = encodings(name)
     for pattern in ENUMS:
         a = automaton(name, pattern, True)
-        for word in regex.findall(r"(?:[^|()\\]|\\.)+", pattern):
-            word = word.replace("\\.", ".")
+        words = ([w.replace("\\.", ".") for w in regex.findall(r"(?:[^|()\\]|\\.)+", pattern)]
+                 if "|" in pattern else
+                 ["".join(c) for n in range(1, 10) for c in itertools.product(" \n", repeat=n)
+                  if regex.fullmatch(pattern, "".join(c))])
+        assert words
+        for word in words:
             assert a.is_accepting(a.walk(ref.encode_ordinary(word))), (pattern, word)
         todo, seen = [(a.start, ())], set()
         while todo:

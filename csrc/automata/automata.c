@@ -51,6 +51,7 @@
 #endif
 #define AUT_SEEN 256u /* keys of verdicts seen once, remembered by hash (see vk_code) */
 #define AUT_CUTB_BITS 6u /* cut_before's answers kept, by (l2, l) (see cut_before_kept) */
+#define AUT_ENDK_BITS 10u /* end_ok's answers kept, by (l2, l) (see end_ok) */
 /* The rows whose masks use them, of V tokens' vocabulary: a word of 64 tokens at a time pays
  * where the row holds a 16th of the vocabulary or more. */
 static inline uint32_t vk_row(uint32_t V)
@@ -139,6 +140,7 @@ struct et_automaton {
     size_t vk_words, vk_longest;
     size_t bytes;     /* memory held */
     _Atomic uint64_t cutb[1u << AUT_CUTB_BITS]; /* cut_before's answers (see cut_before_kept) */
+    _Atomic uint64_t endk[1u << AUT_ENDK_BITS]; /* end_ok's answers (see end_ok) */
 };
 
 #define AUT_SHAPE_MAX (1u << 19) /* shape ids (+ 2) packed in a->probes' keys */
@@ -883,6 +885,7 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
     a->m = m;
     a->odd = odd;
     for (unsigned q = 0; q < 1u << AUT_CUTB_BITS; q++) atomic_init(&a->cutb[q], 0);
+    for (unsigned q = 0; q < 1u << AUT_ENDK_BITS; q++) atomic_init(&a->endk[q], 0);
     a->n_vocab = V;
     a->flags = flags;
     a->row = malloc(((size_t)n + 1u) * 4u);
@@ -1698,27 +1701,43 @@ static int entry_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32
 }
 
 /* Whether the text may end after l with l2 before it (et_automaton_accepting's test of the pair
- * at the end: l2 ET_NONE, or a cut or one piece that the end of the text allows). */
+ * at the end: l2 ET_NONE, or a cut or one piece that the end of the text allows), remembered
+ * in a->endk as cut_before_kept's answers (short rows' look-ahead asks it of many pairs). */
 static int end_ok(const et_automaton *a, uint32_t l2, uint32_t l)
 {
     if (l2 == ET_NONE || l == ET_NONE) return 1;
+    const uint64_t key = (uint64_t)l2 << 29 | l;
+    _Atomic uint64_t *const slot =
+        (l2 | l) >> 29
+            ? NULL
+            : (_Atomic uint64_t *)&a->endk[(key * 0x9E3779B97F4A7C15ull) >> (64u - AUT_ENDK_BITS)];
+    const uint64_t v = slot ? atomic_load_explicit(slot, memory_order_relaxed) : 0u;
+#ifndef AUT_CHECK_PAIRS
+    if (slot && v >> 2 == key && (v & 1u)) return (int)(v >> 1 & 1u);
+#endif
     const uint8_t *q = NULL;
     size_t nt = et_tok(a->m, l, &q);
-    const int want = et_valid_pair(a->m, l2, l) ? AUT_CUT | AUT_INSIDE : AUT_CUT;
-    return !nt || !utf8_chars(q, nt, nt) || probe(a->m, AUT_ANY, l2, q, nt, 0, want);
+    const int want = pair_valid(a, l2, l, 0) ? AUT_CUT | AUT_INSIDE : AUT_CUT;
+    const int res = !nt || !utf8_chars(q, nt, nt) || probe(a->m, AUT_ANY, l2, q, nt, 0, want);
+#ifdef AUT_CHECK_PAIRS
+    if (slot && v >> 2 == key && (v & 1u) && (int)(v >> 1 & 1u) != res) abort();
+#endif
+    if (slot) atomic_store_explicit(slot, key << 2 | (uint64_t)res << 1 | 1u, memory_order_relaxed);
+    return res;
 }
 
 /* The look-ahead of short rows, with the tokens known at every step (entry_live's deeper
  * steps take any token before, which lets a walk in: "wor" of hello|world is live after any
  * token before "l", but after "wor", "l" then "d" make "world"): whether entry i (token t after
  * l, the run after t d) leads where the text may end (t's row accepts and end_ok(l, t)) or go
- * on for k more tokens, each allowed by pair_ok_c after the two before it. As a proof (proof
- * = 1), the entries that proved one before are tried first (the row's a->xw, kept by both
- * kinds, then i's a->wit),
- * then the row in order, skipping those that entry_live proved not live after any token; past
- * *budget entries tried the answer is 0 (not proven). Else the row in order, and past *budget
- * the answer is 1 (not known): what it tries does not depend on what was learned before, so
- * the answer is a function of the state alone, the same for a mask and for a step. */
+ * on for k more tokens, each allowed by pair_ok_c after the two before it. Rows are tried
+ * from their last entry back: later ids are later merges, longer tokens, which canonical text
+ * prefers (a digit group's "000" before "0", whose next digits all merge with it). As a proof
+ * (proof = 1), the entries that proved one before go first (the row's a->xw, kept by both
+ * kinds, then i's a->wit), and those that entry_live proved not live after any token are
+ * skipped; past *budget entries tried the answer is 0 (not proven). Else past *budget the
+ * answer is 1 (not known): what it tries does not depend on what was learned before, so the
+ * answer is a function of the state alone, the same for a mask and for a step. */
 static int live_exact(const et_automaton *a, struct memo *mm, uint32_t l, uint32_t i, uint32_t d,
                       unsigned k, int *budget, int proof)
 {
@@ -1736,7 +1755,7 @@ static int live_exact(const et_automaton *a, struct memo *mm, uint32_t l, uint32
             hint[1] = beg + (w >> 1) - 1u;
     }
     for (uint32_t n = 0; n < 2u + (end - beg); n++) {
-        const uint32_t j = n < 2u ? hint[n] : beg + (n - 2u);
+        const uint32_t j = n < 2u ? hint[n] : end - 1u - (n - 2u); /* (later ids first) */
         if (j == end || (n >= 2u && (j == hint[0] || j == hint[1]))) continue;
         if (--*budget < 0) return !proof;
         const uint32_t u = a->tok[j];
@@ -1754,17 +1773,21 @@ static int live_exact(const et_automaton *a, struct memo *mm, uint32_t l, uint32
 }
 
 /* live_exact for entry i of row (dt: the run after its token) after l, where the row is short
- * (AUT_LONG): masks and steps take its token only then. A proof first, then the scan. */
+ * (AUT_LONG): masks and steps take its token only then. A proof first, then the scan; both
+ * AUT_EXACT_DEPTH tokens deep, more than the look-ahead's three: each step's pair test
+ * imagines any text after the token (" " " " of " {1,5}" may be cut before a word), so a walk
+ * may die further on where the pattern's text ends ("  " is one token at its end). */
 #define AUT_PROOF_BUDGET 256
 #define AUT_EXACT_BUDGET 2048
+#define AUT_EXACT_DEPTH 8u
 static int short_live(const et_automaton *a, struct memo *mm, uint32_t row, uint32_t l,
                       uint32_t i, uint32_t dt)
 {
     if (a->row[row + 1u] - a->row[row] >= AUT_LONG) return 1;
     int budget = AUT_PROOF_BUDGET;
-    if (live_exact(a, mm, l, i, dt, AUT_LOOK, &budget, 1)) return 1;
+    if (live_exact(a, mm, l, i, dt, AUT_EXACT_DEPTH, &budget, 1)) return 1;
     budget = AUT_EXACT_BUDGET;
-    return live_exact(a, mm, l, i, dt, AUT_LOOK, &budget, 0);
+    return live_exact(a, mm, l, i, dt, AUT_EXACT_DEPTH, &budget, 0);
 }
 
 /* Small automata (an enum of words: tens of entries) learn at build whether each entry is
