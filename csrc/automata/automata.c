@@ -960,14 +960,14 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
     if (flags & ET_AUT_CANONICAL) {
         if (!(a->live = malloc(used ? used : 1u)) ||
             !(a->wit = malloc((used ? used : 1u) * sizeof *a->wit)) ||
-            !(a->xw = malloc(((size_t)rows + 1u) * sizeof *a->xw)))
+            !(a->xw = malloc((rows ? rows : 1u) * sizeof *a->xw)))
             goto done;
         for (size_t i = 0; i < used; i++) {
             atomic_init(&a->live[i], 0);
             atomic_init(&a->wit[i], 0);
         }
-        for (size_t r = 0; r <= rows; r++) atomic_init(&a->xw[r], 0);
-        a->bytes += used * (1u + sizeof *a->wit) + ((size_t)rows + 1u) * sizeof *a->xw;
+        for (size_t r = 0; r < rows; r++) atomic_init(&a->xw[r], 0);
+        a->bytes += used * (1u + sizeof *a->wit) + (size_t)rows * sizeof *a->xw;
         if (!(a->count = malloc(2u * sizeof *a->count))) goto done;
         atomic_init(&a->count[0], 0u);
         atomic_init(&a->count[1], 0u);
@@ -1238,25 +1238,39 @@ static int cut_before(const et_model *m, uint32_t l2, uint32_t l)
     return 1;
 }
 
-/* cut_before(l2, l), remembered in a->cutb (a mask of a long row asks it: up to 18 runs of the
- * pretokenizer, ~10% of a made mask of an integer's row). A slot is (l2 << 29 | l) << 2 |
- * answer << 1 | 1 (ids < 2^29), read and written whole: a fact, as a->pairs' slots. */
-static int cut_before_kept(const et_automaton *a, uint32_t l2, uint32_t l)
+/* answer(a, l2, l), remembered in tab (1 << bits slots) by (l2, l): a slot is
+ * (l2 << 29 | l) << 2 | answer << 1 | 1 (ids < 2^29), read and written whole: a fact, as
+ * a->pairs' slots. */
+static int pair_kept(const et_automaton *a, const _Atomic uint64_t *tab, unsigned bits,
+                     uint32_t l2, uint32_t l,
+                     int (*answer)(const et_automaton *, uint32_t, uint32_t))
 {
-    if ((l2 | l) >> 29) return cut_before(a->m, l2, l);
+    if ((l2 | l) >> 29) return answer(a, l2, l);
     const uint64_t key = (uint64_t)l2 << 29 | l;
     _Atomic uint64_t *const slot =
-        (_Atomic uint64_t *)&a->cutb[(key * 0x9E3779B97F4A7C15ull) >> (64u - AUT_CUTB_BITS)];
+        (_Atomic uint64_t *)&tab[(key * 0x9E3779B97F4A7C15ull) >> (64u - bits)];
     const uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
     if (v >> 2 == key && (v & 1u)) {
 #ifdef AUT_CHECK_PAIRS
-        if ((int)(v >> 1 & 1u) != cut_before(a->m, l2, l)) abort();
+        if ((int)(v >> 1 & 1u) != answer(a, l2, l)) abort();
 #endif
         return (int)(v >> 1 & 1u);
     }
-    const int res = cut_before(a->m, l2, l);
+    const int res = answer(a, l2, l);
     atomic_store_explicit(slot, key << 2 | (uint64_t)res << 1 | 1u, memory_order_relaxed);
     return res;
+}
+
+static int cut_answer(const et_automaton *a, uint32_t l2, uint32_t l)
+{
+    return cut_before(a->m, l2, l);
+}
+
+/* cut_before(l2, l), remembered in a->cutb (a mask of a long row asks it: up to 18 runs of the
+ * pretokenizer, ~10% of a made mask of an integer's row). */
+static int cut_before_kept(const et_automaton *a, uint32_t l2, uint32_t l)
+{
+    return pair_kept(a, a->cutb, AUT_CUTB_BITS, l2, l, cut_answer);
 }
 
 /* t's first two characters, and the two after an apostrophe among them (a contraction begun
@@ -1702,28 +1716,18 @@ static int entry_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32
 
 /* Whether the text may end after l with l2 before it (et_automaton_accepting's test of the pair
  * at the end: l2 ET_NONE, or a cut or one piece that the end of the text allows), remembered
- * in a->endk as cut_before_kept's answers (short rows' look-ahead asks it of many pairs). */
-static int end_ok(const et_automaton *a, uint32_t l2, uint32_t l)
+ * in a->endk (short rows' look-ahead asks it of many pairs). */
+static int end_answer(const et_automaton *a, uint32_t l2, uint32_t l)
 {
-    if (l2 == ET_NONE || l == ET_NONE) return 1;
-    const uint64_t key = (uint64_t)l2 << 29 | l;
-    _Atomic uint64_t *const slot =
-        (l2 | l) >> 29
-            ? NULL
-            : (_Atomic uint64_t *)&a->endk[(key * 0x9E3779B97F4A7C15ull) >> (64u - AUT_ENDK_BITS)];
-    const uint64_t v = slot ? atomic_load_explicit(slot, memory_order_relaxed) : 0u;
-#ifndef AUT_CHECK_PAIRS
-    if (slot && v >> 2 == key && (v & 1u)) return (int)(v >> 1 & 1u);
-#endif
     const uint8_t *q = NULL;
     size_t nt = et_tok(a->m, l, &q);
     const int want = pair_valid(a, l2, l, 0) ? AUT_CUT | AUT_INSIDE : AUT_CUT;
-    const int res = !nt || !utf8_chars(q, nt, nt) || probe(a->m, AUT_ANY, l2, q, nt, 0, want);
-#ifdef AUT_CHECK_PAIRS
-    if (slot && v >> 2 == key && (v & 1u) && (int)(v >> 1 & 1u) != res) abort();
-#endif
-    if (slot) atomic_store_explicit(slot, key << 2 | (uint64_t)res << 1 | 1u, memory_order_relaxed);
-    return res;
+    return !nt || !utf8_chars(q, nt, nt) || probe(a->m, AUT_ANY, l2, q, nt, 0, want);
+}
+
+static int end_ok(const et_automaton *a, uint32_t l2, uint32_t l)
+{
+    return l2 == ET_NONE || l == ET_NONE || pair_kept(a, a->endk, AUT_ENDK_BITS, l2, l, end_answer);
 }
 
 /* The look-ahead of short rows, with the tokens known at every step (entry_live's deeper
@@ -1772,8 +1776,8 @@ static int live_exact(const et_automaton *a, struct memo *mm, uint32_t l, uint32
     return 0;
 }
 
-/* live_exact for entry i of row (dt: the run after its token) after l, where the row is short
- * (AUT_LONG): masks and steps take its token only then. A proof first, then the scan; both
+/* live_exact for entry i of row (v: dstep() of its token, the run after it (v & 15) - 1) after
+ * l, where the row is short (AUT_LONG): masks and steps take its token only then. A proof first, then the scan; both
  * AUT_EXACT_DEPTH tokens deep, more than the look-ahead's three: each step's pair test
  * imagines any text after the token (" " " " of " {1,5}" may be cut before a word), so a walk
  * may die further on where the pattern's text ends ("  " is one token at its end). */
@@ -1781,9 +1785,10 @@ static int live_exact(const et_automaton *a, struct memo *mm, uint32_t l, uint32
 #define AUT_EXACT_BUDGET 2048
 #define AUT_EXACT_DEPTH 8u
 static int short_live(const et_automaton *a, struct memo *mm, uint32_t row, uint32_t l,
-                      uint32_t i, uint32_t dt)
+                      uint32_t i, unsigned v)
 {
     if (a->row[row + 1u] - a->row[row] >= AUT_LONG) return 1;
+    const uint32_t dt = (v & 15u) - 1u;
     int budget = AUT_PROOF_BUDGET;
     if (live_exact(a, mm, l, i, dt, AUT_EXACT_DEPTH, &budget, 1)) return 1;
     budget = AUT_EXACT_BUDGET;
@@ -2066,7 +2071,7 @@ int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
             pctx_init(a, &x, c.l2, c.l);
         pctx_look(a, &x);
         if (entry_ok(a, &mm, &x, lo, -1, v) <= 0 ||
-            !short_live(a, &mm, c.row, c.l, lo, (v & 15u) - 1u))
+            !short_live(a, &mm, c.row, c.l, lo, v))
             return -1;
     }
     return join_state(a, a->nxt[lo], c.l, token, (v & 15u) - 1u);
@@ -2259,7 +2264,6 @@ struct mrun {
     const struct pinv *pi;
     const uint64_t *tinv; /* mask_long: pi's tokens by id (et_pairset_by_token), or NULL */
     uint32_t row;
-    int short_row; /* fewer than AUT_LONG entries (short_live) */
     int lslot;
     int any; /* look_any may be asked (the automaton has made AUT_ANY_AFTER long masks) */
 };
@@ -2379,10 +2383,7 @@ take:
         if (!cv || !entry_look(a, r.mm, r.x, i, (cv & 15u) - 1u)) abort();
     }
 #endif
-    if (r.short_row) {
-        const unsigned sv = r.drow ? r.drow[a->dig[t]] : 1u;
-        if (!short_live(a, r.mm, r.row, r.x->l, i, (sv & 15u) - 1u)) return ME_DEAD;
-    }
+    if (!short_live(a, r.mm, r.row, r.x->l, i, r.drow ? r.drow[a->dig[t]] : 1u)) return ME_DEAD;
     return ME_TAKE | ME_LIVE;
 }
 
@@ -2815,8 +2816,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
         any = atomic_load_explicit(&a->count[1], memory_order_relaxed) + 1u > AUT_ANY_AFTER ||
               atomic_fetch_add_explicit(&a->count[1], 1u, memory_order_relaxed) + 1u >
                   AUT_ANY_AFTER;
-    struct mrun run = {&mm, &x, cst, drow, after_l, &pi, NULL, c.row,
-                       n_row < AUT_LONG, lslot, any};
+    struct mrun run = {&mm, &x, cst, drow, after_l, &pi, NULL, c.row, lslot, any};
     int rc = ET_OK;
     const uint32_t *const tok = a->tok, beg = a->row[c.row], end = a->row[c.row + 1u];
     const uint16_t *const cls = a->cls;
