@@ -354,7 +354,51 @@ def test_canonical_precision(enc):  # type: ignore[no-untyped-def]
 
 ENUMS = ["(hello|world|we're|it's|can't|won't|O'Brien|rock'n'roll|you'll|they've)",
          "(IPv4|HTTP2|x86_64|COVID-19|A1B2)", "(Isn't|I'm|I'll|don't|Andy's)",
-         "(  |\n\n|\t|\r\n| \n)", "(Mr\\.|e\\.g\\.|etc\\.|\\.\\.\\.|!!!)", " {1,9}", "[ \n]{1,8}"]
+         "(  |\n\n|\t|\r\n| \n)", "(Mr\\.|e\\.g\\.|etc\\.|\\.\\.\\.|!!!)", " {1,9}", "[ \n]{1,8}",
+         " {1,12}", "\t{1,30}", "x {1,30}", "[ \n]{1,12}"]
+
+
+def run_words(pattern: str) -> "list[str]":
+    """The members of a pattern of runs of white space (ENUMS), or of its first 12 characters."""
+    alphabet = sorted(set(regex.sub(r"\{[0-9,]*\}|[\[\]]", "", pattern)))
+    if len(alphabet) == 1:
+        return [alphabet[0] * n for n in range(1, 31) if regex.fullmatch(pattern, alphabet[0] * n)]
+    return ["".join(c) for n in range(1, 13) for c in itertools.product(alphabet, repeat=n)
+            if regex.fullmatch(pattern, "".join(c))]
+
+
+# Walks of JSON's canonical automata that reached acceptance and were not canonical: a token
+# of white space cut inside ("\u3000\u3000" before '",': "\u3000" "\u3000"; " \t" before "ー"
+# and the first bytes of a letter), tokens that split a character (" \xc2" "\xbe\xe7\xa4\xba": " ¾示" is cut
+# before and after the digit ¾; "\xe8" "\x80": "\xe8\x80" is one token), and a token after
+# one that finishes a character ("🍆_" is one piece: "_translate" may not follow it).
+NOT_CANONICAL = {
+    "o200k_base": [[b" naturally", b"\xe3\x80\x80\xe3\x80\x80", b'",'],
+                   [b"Dividend", b" \xe3\x80\x80\xe3\x80\x80", b'",'],
+                   [b"ikele", b"\xe8", b"\x80", b"\xb7"],
+                   [b" ASN", b"\xe0", b"\xae", b"\x83"],
+                   [b' "-', b"\xf0\x9f\x8d", b"\x86", b"_translate"]],
+    "cl100k_base": [[b"ryn", b" \xc2", b"\xbe\xe7\xa4\xba", b"perator"],
+                    [b" discontin", b" \xe0\xa4", b"\xbe\xe7\xa4\xba", b'",'],
+                    [b" males", b" \t", b"\xe3\x83\xbc\xe3\x82", b"\xab"]],
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_CANONICAL))
+def test_canonical_refuses_split_and_cut_tokens(name):  # type: ignore[no-untyped-def]
+    """Each sequence above is refused by the canonical automaton of any text, and tiktoken's
+    encoding of its text is taken: a token may not lie across a cut the text makes (a probe
+    text that cuts inside a token is not one the automaton is in), and tokens that split a
+    character must be a valid pair and lie in one piece with their neighbours' bytes."""
+    enc, ref = encodings(name)
+    a = automaton(name, r"[\s\S]*", True)
+    for parts in NOT_CANONICAL[name]:
+        ids = [enc.encode_single_token(b) for b in parts]
+        text = b"".join(parts).decode()
+        assert ref.encode_ordinary(text) != ids, parts
+        s = a.walk(ids)
+        assert s < 0 or not a.is_accepting(s), parts
+        assert a.is_accepting(a.walk(ref.encode_ordinary(text))), parts
 
 
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "r50k_base", "llama3"])
@@ -365,14 +409,14 @@ def test_canonical_enums_no_dead_ends(name):  # type: ignore[no-untyped-def]
     nothing is ("l" "d" make "world"), as after "I" of I'm on o200k, "you" "'" of you'll on
     r50k, and " " " " of the two spaces (the text may not end there: "  " is one token); and
     three steps were too few for runs of spaces: " " " " of " {1,5}" may go on to " " " " " "
-    (each pair may be cut before a word), and only there the text ends, in one token."""
+    (each pair may be cut before a word), and only there the text ends, in one token. Longer
+    runs died past any depth (" {1,12}" after "   " " ") until the pair test knew that a
+    cut falls between two tokens that are no valid pair ("   " " " then " " is cut nowhere)."""
     enc, ref = encodings(name)
     for pattern in ENUMS:
         a = automaton(name, pattern, True)
         words = ([w.replace("\\.", ".") for w in regex.findall(r"(?:[^|()\\]|\\.)+", pattern)]
-                 if "|" in pattern else
-                 ["".join(c) for n in range(1, 10) for c in itertools.product(" \n", repeat=n)
-                  if regex.fullmatch(pattern, "".join(c))])
+                 if "|" in pattern else run_words(pattern))
         assert words
         for word in words:
             assert a.is_accepting(a.walk(ref.encode_ordinary(word))), (pattern, word)

@@ -52,6 +52,7 @@
 #define AUT_SEEN 256u /* keys of verdicts seen once, remembered by hash (see vk_code) */
 #define AUT_CUTB_BITS 6u /* cut_before's answers kept, by (l2, l) (see cut_before_kept) */
 #define AUT_ENDK_BITS 10u /* end_ok's answers kept, by (l2, l) (see end_ok) */
+#define AUT_SPLK_BITS 10u /* split_whole's answers kept, by (l, t) (see split_whole) */
 /* The rows whose masks use them, of V tokens' vocabulary: a word of 64 tokens at a time pays
  * where the row holds a 16th of the vocabulary or more. */
 static inline uint32_t vk_row(uint32_t V)
@@ -141,6 +142,7 @@ struct et_automaton {
     size_t bytes;     /* memory held */
     _Atomic uint64_t cutb[1u << AUT_CUTB_BITS]; /* cut_before's answers (see cut_before_kept) */
     _Atomic uint64_t endk[1u << AUT_ENDK_BITS]; /* end_ok's answers (see end_ok) */
+    _Atomic uint64_t splk[1u << AUT_SPLK_BITS]; /* split_whole's answers (see there) */
 };
 
 #define AUT_SHAPE_MAX (1u << 19) /* shape ids (+ 2) packed in a->probes' keys */
@@ -886,6 +888,7 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
     a->odd = odd;
     for (unsigned q = 0; q < 1u << AUT_CUTB_BITS; q++) atomic_init(&a->cutb[q], 0);
     for (unsigned q = 0; q < 1u << AUT_ENDK_BITS; q++) atomic_init(&a->endk[q], 0);
+    for (unsigned q = 0; q < 1u << AUT_SPLK_BITS; q++) atomic_init(&a->splk[q], 0);
     a->n_vocab = V;
     a->flags = flags;
     a->row = malloc(((size_t)n + 1u) * 4u);
@@ -1156,12 +1159,17 @@ static size_t utf8_chars(const uint8_t *p, size_t len, size_t n)
 #define AUT_CUT 1    /* probe(): the pretokenizer may cut between l and t */
 #define AUT_INSIDE 2 /* probe(): l and t may lie inside one piece */
 #define AUT_NOCUT 4  /* probe(): it may not cut there (a text with no cut between them) */
+#define AUT_FROM 8   /* probe(): only texts cut between l2 and l count (see pctx_from) */
 
 /* Whether one of want can happen in some text that goes on as the automaton knows: the
  * pretokenizer cuts between l and t (AUT_CUT), or nowhere from l's first byte to t's last
  * (AUT_INSIDE); t[0..nt) is t or its first characters. Before l: l2 (ET_NONE: l starts the
  * text; AUT_ANY: not known), then any one probe; after t: any probe (right) or the end of the
- * text (!right). Pairs too long to look at, and tokens that are parts of characters, may.
+ * text (!right). Only texts that cut inside neither l nor l2 (tokens of a canonical encoding lie
+ * in one piece each) count, and with AUT_FROM in want (l2 known), only those that cut between
+ * l2 and l.
+ * Pairs too long to look at, and tokens that are parts of characters (but for l that finishes
+ * one l2 begins: "\xf0\x9f\x8d" "\x86" is "🍆"), may.
  * Returns 0, or what the first text that answers allows (AUT_CUT, AUT_INSIDE or both, and
  * AUT_NOCUT where asked: facts). */
 static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, size_t nt,
@@ -1171,10 +1179,12 @@ static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, s
     const int known = l2 != ET_NONE && l2 != AUT_ANY;
     uint32_t nl = et_tok(m, l, &p), n2 = known ? et_tok(m, l2, &p2) : 0;
     const int may = AUT_CUT | AUT_INSIDE | (want & AUT_NOCUT); /* (not looked at) */
-    if (!nl || !nt || (known && !n2) || n2 + nl + nt + 2u * AUT_PROBE > AUT_PAIR_BYTES ||
-        !utf8_chars(p, nl, nl) || (n2 && !utf8_chars(p2, n2, n2)))
+    if (!nl || !nt || (known && !n2) || n2 + nl + nt + 2u * AUT_PROBE > AUT_PAIR_BYTES)
         return may;
     uint8_t buf[AUT_PAIR_BYTES];
+    if (n2) memcpy(buf, p2, n2); /* (l2 then l UTF-8: l may finish a character l2 begins) */
+    memcpy(buf + n2, p, nl);
+    if (!utf8_chars(buf, n2 + nl, n2 + nl)) return may;
     size_t ends[AUT_PAIR_BYTES], n_out = 0, used = 0;
     const size_t nx_probes = l2 == ET_NONE ? 1u : AUT_N_LEFT;
     const size_t ny_probes = right ? sizeof AUT_RIGHT / sizeof *AUT_RIGHT : 1u;
@@ -1193,11 +1203,15 @@ static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, s
             if (et_pretokenize(m, (const char *)buf, n, ET_FINAL, ends, AUT_PAIR_BYTES, &n_out,
                                &used))
                 return may;
-            int cut = 0, inside = 1;
+            int cut = 0, inside = 1, from_cut = !(want & AUT_FROM) || !n2, whole = 1;
             for (size_t e = 0; e < n_out && ends[e] < at + nt; e++) {
                 if (ends[e] == at) cut = 1;
                 if (ends[e] > from) inside = 0;
+                if (ends[e] == from) from_cut = 1;
+                if ((ends[e] > from && ends[e] < at) || (n2 && ends[e] > nx && ends[e] < from))
+                    whole = 0;
             }
+            if (!from_cut || !whole) continue; /* (a text the automaton is not in) */
             const int got = (cut ? AUT_CUT : want & AUT_NOCUT) | (inside ? AUT_INSIDE : 0);
             if (got & want) return got;
         }
@@ -1274,21 +1288,25 @@ static int cut_before_kept(const et_automaton *a, uint32_t l2, uint32_t l)
 }
 
 /* t's first two characters, and the two after an apostrophe among them (a contraction begun
- * there: "n't", "I'll"); all of t if it is white space (a run's cuts look further), or NULL
- * when t is not UTF-8. Cuts before t depend on no more of it (see probe). */
+ * there: "n't", "I'll"); all of t's characters if they are white space (a run's cuts look
+ * further), or NULL when t does not begin with a whole character. Cuts before t depend on no
+ * more of it (see probe). A token that ends inside a character has the head of those before
+ * it (" \t" is cut before "\xe3\x83\xbc\xe3\x82", "ー" and the start of another). */
 static const uint8_t *pair_head(const et_model *m, uint32_t t, size_t *nt)
 {
     const uint8_t *q = NULL;
-    size_t n = et_tok(m, t, &q), k, head = utf8_chars(q, n, 2);
-    if (!n || !head || !utf8_chars(q, n, n)) return NULL;
+    size_t n = et_tok(m, t, &q), k, whole = 0; /* (its bytes up to a character it ends in) */
+    while (whole < n && et_utf8_decode(q, n, whole, &k) != 0xFFFFFFFFu) whole += k;
+    if (!whole || (whole < n && (q[whole] & 0xC0u) == 0x80u)) return NULL;
+    size_t head = utf8_chars(q, whole, 2);
     for (size_t i = 0, c = 0; i < head; i += k, c++) {
-        et_utf8_decode(q, n, i, &k);
-        if (q[i] == '\'') head = utf8_chars(q, n, c + 3u); /* (the last apostrophe's) */
+        et_utf8_decode(q, whole, i, &k);
+        if (q[i] == '\'') head = utf8_chars(q, whole, c + 3u); /* (the last apostrophe's) */
     }
     *nt = head;
-    for (size_t i = 0; i < n; i += k)
-        if (!(et_ucd_bits(et_utf8_decode(q, n, i, &k)) & ET_U_S)) return q;
-    *nt = n;
+    for (size_t i = 0; i < whole; i += k)
+        if (!(et_ucd_bits(et_utf8_decode(q, whole, i, &k)) & ET_U_S)) return q;
+    *nt = whole;
     return q;
 }
 
@@ -1400,6 +1418,7 @@ struct pctx {
     int lk_packed;
     uint32_t *apart; /* pair_valid_apart's memo for l (AUT_APART slots, ET_NONE: empty), or NULL */
     struct pinv *pi; /* a mask's pair set for l, or NULL (pair by pair) */
+    unsigned from;   /* AUT_FROM where the probes count only texts cut between l2 and l */
 };
 
 /* The tokens that are no valid pair after a mask's l, from the model's pair set: made at the
@@ -1451,6 +1470,7 @@ static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32
     x->apart = NULL;
     x->pi = NULL;
     x->lk_packed = 0; /* (pctx_look) */
+    x->from = 0;      /* (pctx_from) */
     if (l == ET_NONE) return;
     const int l_first = l2 == AUT_ANY || (l2 != ET_NONE && apos_before(a, l2, AUT_ANY));
     const uint32_t s2 = l2 == ET_NONE ? 0xFFFFFFFFu : l2 == AUT_ANY ? 0xFFFFFFFEu
@@ -1461,6 +1481,18 @@ static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32
     x->next_free = !apos_before(a, l, l2);
     x->packed = a->probes && sl < AUT_SHAPE_MAX;
     x->k0 = (uint64_t)(s2 + 2u) << 19 | sl;
+}
+
+/* Where l2 and l are no valid pair, a canonical text has a cut between them (they are in no
+ * piece side by side), so the probes of t after l count only texts that cut there as well:
+ * after "   " " " (no pair: "    " is a token), " " may not follow, as "     a" is cut only
+ * before its last space ("    " " a"), never after its third. (Short rows and their exact
+ * look-ahead: the look-aheads and verdicts that long rows keep by shapes do not know the
+ * pair.) */
+static void pctx_from(const et_automaton *a, struct pctx *x)
+{
+    if (x->l2 < a->n_vocab && x->l < a->n_vocab && !pair_valid(a, x->l2, x->l, 0))
+        x->from = AUT_FROM;
 }
 
 /* pctx_init's look-ahead fields (entry_ok's: a mask's or a step's context). */
@@ -1500,13 +1532,13 @@ static unsigned probe_ok(const et_automaton *a, struct memo *mm, const struct pc
     size_t h = 0;
     unsigned k = 0;
     if (x->packed && st < AUT_SHAPE_MAX) {
-        key = x->k0 << 19 | st;
+        key = (uint64_t)(x->from != 0) << 57 | x->k0 << 19 | st; /* (x->k0 < 2^38) */
         slot = probe_slot(a, key);
         const uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
         if (v >> 4 == key) k = (unsigned)(v & 15u);
     } else {
         k0 = (uint64_t)x->s2 << 32 | x->sl;
-        k1 = (uint64_t)st + 1u; /* not 0: an empty slot matches nothing */
+        k1 = ((uint64_t)(x->from != 0) << 32 | st) + 1u; /* not 0: an empty slot matches nothing */
         h = (size_t)(((k0 * 0x9E3779B97F4A7C15ull) ^ (k1 * 0xC2B2AE3D27D4EB4Full)) >> 54);
         if (mm->key[h][0] == k0 && mm->key[h][1] == k1) k = mm->ans[h];
     }
@@ -1515,7 +1547,7 @@ static unsigned probe_ok(const et_automaton *a, struct memo *mm, const struct pc
     const uint8_t *q = NULL;
     et_tok(a->m, t, &q);
     const unsigned got = (unsigned)probe(a->m, x->l2, x->l, q, a->head[t] & ~AUT_HEAD_FLAGS, 1,
-                                         (int)ask);
+                                         (int)(ask | x->from));
     k |= got ? got << 2 | got : ask << 2;
     if (slot) {
         atomic_store_explicit(slot, key << 4 | k, memory_order_relaxed);
@@ -1574,22 +1606,68 @@ static inline unsigned dstep(const et_automaton *a, uint32_t d, uint32_t t)
     return a->dtab[(size_t)d * 256u + a->dig[t]];
 }
 
-/* Whether l's last bytes and t's first make one character (t begins with continuation bytes
- * that complete, as valid UTF-8, a character l begins): the pretokenizers decode a lead byte
- * as a character's start whatever is before it, so no cut falls inside it and l and t are in
- * one piece, whatever the text around. */
+/* Whether l's last bytes and t's first lie in one character: l ends inside one (a lead byte
+ * and fewer continuation bytes than it asks for) and t begins with continuation bytes. In a
+ * UTF-8 text (the only kind a pattern's language holds) they are then that character's, which
+ * no cut splits, so l and t are in one piece, whatever the text around: a valid pair (also
+ * where t does not finish the character: '\xe8' '\x80' before '\xb7' is no pair, as
+ * '\xe8\x80' is a token). */
 static int splits_char(const et_model *m, uint32_t l, uint32_t t)
 {
+    const uint8_t *q = NULL;
+    const size_t nt = et_tok(m, t, &q);
+    return nt && (q[0] & 0xC0u) == 0x80u && ends_open(m, l);
+}
+
+/* Where l and t split a character (splits_char), whether some text cuts inside neither: l
+ * (from a character's start), then t's bytes up to two characters past the one they finish,
+ * with a probe before l and one after. No probe() can look at either token alone: ' \xc2'
+ * '\xbe\xe7\xa4\xba' (" ¾示") is cut before and after the digit ¾ in every text, so neither
+ * token is canonical there. 1 where not known (a text that is not UTF-8, too long). Any text
+ * before l, as the look-ahead after l2 has it (the rows inside a character are short: with
+ * l2 and pctx_from, a mask after ' ' '\xeb\x8d' refused every last byte, where the look-ahead
+ * of the long row before had let '\xeb\x8d' in). */
+static int split_answer(const et_automaton *a, uint32_t l, uint32_t t)
+{
     const uint8_t *p = NULL, *q = NULL;
-    const size_t nl = et_tok(m, l, &p), nt = et_tok(m, t, &q);
-    if (!nt || (q[0] & 0xC0u) != 0x80u) return 0;
-    const size_t k = last_char(p, nl); /* (p[nl - k]: l's last byte that is no continuation) */
-    if (!k) return 0;
-    uint8_t buf[4];
-    size_t n = 0, len = 0;
-    for (size_t i = nl - k; i < nl; i++) buf[n++] = p[i];
-    for (size_t i = 0; i < nt && n < 4u; i++) buf[n++] = q[i];
-    return et_utf8_decode(buf, n, 0, &len) != 0xFFFFFFFFu && len > k;
+    const size_t nl = et_tok(a->m, l, &p), nt = et_tok(a->m, t, &q), k = last_char(p, nl);
+    if (!nl || !nt || !k || (p[0] & 0xC0u) == 0x80u) return 1;
+    uint8_t buf[AUT_PAIR_BYTES];
+    size_t ends[AUT_PAIR_BYTES], n_out = 0, used = 0, nq = 0, len = 0, chars = 0;
+    if (nl + 2u * AUT_PROBE + 12u > AUT_PAIR_BYTES || (nl > k && !utf8_chars(p, nl - k, nl - k)))
+        return 1;
+    memcpy(buf, p + nl - k, k); /* (the character they split, then t's next two) */
+    while (nq < nt && k + nq < 4u) buf[k + nq] = q[nq], nq++;
+    if (et_utf8_decode(buf, k + nq, 0, &len) == 0xFFFFFFFFu || len <= k) return 1;
+    nq = len - k;
+    for (size_t c; nq < nt && chars < 2u; nq += c, chars++)
+        if (et_utf8_decode(q, nt, nq, &c) == 0xFFFFFFFFu) break;
+    for (size_t x = 0; x < AUT_N_LEFT; x++) {
+        const char *const left = left_probe(x, p[0]);
+        if (!left) continue;
+        const size_t nx = strlen(left), at = nx + nl + nq;
+        memcpy(buf, left, nx);
+        memcpy(buf + nx, p, nl);
+        memcpy(buf + nx + nl, q, nq);
+        for (size_t y = 0; y < sizeof AUT_RIGHT / sizeof *AUT_RIGHT; y++) {
+            const size_t ny = strlen(AUT_RIGHT[y]);
+            memcpy(buf + at, AUT_RIGHT[y], ny);
+            if (et_pretokenize(a->m, (const char *)buf, at + ny, ET_FINAL, ends, AUT_PAIR_BYTES,
+                               &n_out, &used))
+                return 1;
+            int inside = 1;
+            for (size_t e = 0; e < n_out && ends[e] < at; e++)
+                if (ends[e] > nx) inside = 0;
+            if (inside) return 1;
+        }
+    }
+    return 0;
+}
+
+/* split_answer, kept by (l, t) in a->splk. */
+static int split_whole(const et_automaton *a, uint32_t l, uint32_t t)
+{
+    return pair_kept(a, a->splk, AUT_SPLK_BITS, l, t, split_answer);
 }
 
 /* Whether t may follow x->l (and x->l2) where the digit run says dv of the cut before t
@@ -1605,7 +1683,9 @@ ET_ALWAYS_INLINE static inline int pair_ok_c(const et_automaton *a, struct memo 
     if (mode == DM_CUT) return 1;
     if (mode == DM_PROBE && (x->l == ET_NONE || !(a->head[t] & ~AUT_HEAD_FLAGS))) {
         if (x->l >= a->n_vocab || !splits_char(a->m, x->l, t)) return 1;
-        mode = DM_JOIN; /* (t is no character: no probe could look at it) */
+        /* (t is no character: no probe could look at it) */
+        if (*valid < 0) *valid = pair_of(a, x, t, *valid == -2);
+        return *valid && split_whole(a, x->l, t);
     }
     /* the first text that answers either tells whether a cut (no pair test) may be there */
     if (mode == DM_PROBE && probe_ok(a, mm, x, t, AUT_CUT | AUT_INSIDE) & AUT_CUT) return 1;
@@ -1750,6 +1830,7 @@ static int live_exact(const et_automaton *a, struct memo *mm, uint32_t l, uint32
     if (!k) return 1;
     struct pctx x;
     pctx_init(a, &x, l, t);
+    pctx_from(a, &x);
     uint32_t hint[2] = {end, end}; /* (tried first; end: none) */
     if (proof) {
         const uint32_t xr = atomic_load_explicit(&a->xw[r], memory_order_relaxed),
@@ -2068,7 +2149,8 @@ int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
         if (!(v = dstep(a, c.d, token))) return -1;
         if (!a->probes) memset(mm.key, 0, sizeof mm.key);
         mm.look = NULL;
-            pctx_init(a, &x, c.l2, c.l);
+        pctx_init(a, &x, c.l2, c.l);
+        if (a->row[c.row + 1u] - a->row[c.row] < AUT_LONG) pctx_from(a, &x);
         pctx_look(a, &x);
         if (entry_ok(a, &mm, &x, lo, -1, v) <= 0 ||
             !short_live(a, &mm, c.row, c.l, lo, v))
@@ -2712,6 +2794,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
                   ? ET_NONE
                   : c.l2,
               c.l);
+    if (n_row < AUT_LONG) pctx_from(a, &x);
     pctx_look(a, &x);
     if (c.d || a->row_dig[c.row]) drow = a->dtab + (size_t)c.d * 256u;
     /* the pair set, where making it costs less than the row's pair tests could: each of its
