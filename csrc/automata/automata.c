@@ -1165,9 +1165,10 @@ static size_t utf8_chars(const uint8_t *p, size_t len, size_t n)
  * pretokenizer cuts between l and t (AUT_CUT), or nowhere from l's first byte to t's last
  * (AUT_INSIDE); t[0..nt) is t or its first characters. Before l: l2 (ET_NONE: l starts the
  * text; AUT_ANY: not known), then any one probe; after t: any probe (right) or the end of the
- * text (!right). Only texts that cut inside neither l nor l2 (tokens of a canonical encoding lie
- * in one piece each) count, and with AUT_FROM in want (l2 known), only those that cut between
- * l2 and l.
+ * text (!right). With AUT_FROM in want (l2 known), only texts that cut between l2 and l count.
+ * (Not also texts that cut inside neither l2 nor l, as tokens of a canonical encoding lie in one
+ * piece each: cut_always's texts, with no token before t, would then no longer stand for every
+ * token before it, and a class taken after any token be refused after this one.)
  * Pairs too long to look at, and tokens that are parts of characters (but for l that finishes
  * one l2 begins: "\xf0\x9f\x8d" "\x86" is "🍆"), may.
  * Returns 0, or what the first text that answers allows (AUT_CUT, AUT_INSIDE or both, and
@@ -1203,15 +1204,13 @@ static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, s
             if (et_pretokenize(m, (const char *)buf, n, ET_FINAL, ends, AUT_PAIR_BYTES, &n_out,
                                &used))
                 return may;
-            int cut = 0, inside = 1, from_cut = !(want & AUT_FROM) || !n2, whole = 1;
+            int cut = 0, inside = 1, from_cut = !(want & AUT_FROM) || !n2;
             for (size_t e = 0; e < n_out && ends[e] < at + nt; e++) {
                 if (ends[e] == at) cut = 1;
                 if (ends[e] > from) inside = 0;
                 if (ends[e] == from) from_cut = 1;
-                if ((ends[e] > from && ends[e] < at) || (n2 && ends[e] > nx && ends[e] < from))
-                    whole = 0;
             }
-            if (!from_cut || !whole) continue; /* (a text the automaton is not in) */
+            if (!from_cut) continue; /* (a text the automaton is not in) */
             const int got = (cut ? AUT_CUT : want & AUT_NOCUT) | (inside ? AUT_INSIDE : 0);
             if (got & want) return got;
         }
@@ -2091,7 +2090,8 @@ static int entry_look(const et_automaton *a, struct memo *mm, const struct pctx 
             const unsigned uv = dstep(a, dt, u);
             if (!uv || (uv >> 4 == DM_JOIN && !(w & 1u))) goto scan;
             if (uv >> 4 != DM_PROBE) return 1;
-            if (!(a->head[u] & ~AUT_HEAD_FLAGS)) return (w & 1u) || !splits_char(a->m, t, u);
+            if (!(a->head[u] & ~AUT_HEAD_FLAGS))
+                return !splits_char(a->m, t, u) || ((w & 1u) && split_whole(a, t, u));
             const uint32_t sl = a->shape[(size_t)4u * t + x->lk_free],
                            st = a->shape[(size_t)4u * u + 2u + !apos_before(a, t, x->l)];
             if ((sl | st) < AUT_SHAPE_MAX) {
