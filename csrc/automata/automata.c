@@ -1169,8 +1169,8 @@ static size_t utf8_chars(const uint8_t *p, size_t len, size_t n)
  * (Not also texts that cut inside neither l2 nor l, as tokens of a canonical encoding lie in one
  * piece each: cut_always's texts, with no token before t, would then no longer stand for every
  * token before it, and a class taken after any token be refused after this one.)
- * Pairs too long to look at, and tokens that are parts of characters (but for l that finishes
- * one l2 begins: "\xf0\x9f\x8d" "\x86" is "🍆"), may.
+ * Pairs too long to look at, and tokens that are parts of characters (but where l2, l and
+ * t's text are UTF-8 together: "\xf0\x9f\x8d" "\x86" is "🍆"; see split_answer), may.
  * Returns 0, or what the first text that answers allows (AUT_CUT, AUT_INSIDE or both, and
  * AUT_NOCUT where asked: facts). */
 static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, size_t nt,
@@ -1183,9 +1183,10 @@ static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, s
     if (!nl || !nt || (known && !n2) || n2 + nl + nt + 2u * AUT_PROBE > AUT_PAIR_BYTES)
         return may;
     uint8_t buf[AUT_PAIR_BYTES];
-    if (n2) memcpy(buf, p2, n2); /* (l2 then l UTF-8: l may finish a character l2 begins) */
-    memcpy(buf + n2, p, nl);
-    if (!utf8_chars(buf, n2 + nl, n2 + nl)) return may;
+    if (n2) memcpy(buf, p2, n2); /* (l2, l, t UTF-8 together: a token may finish a character */
+    memcpy(buf + n2, p, nl);     /* the one before it begins) */
+    memcpy(buf + n2 + nl, q, nt);
+    if (!utf8_chars(buf, n2 + nl + nt, n2 + nl + nt)) return may;
     size_t ends[AUT_PAIR_BYTES], n_out = 0, used = 0;
     const size_t nx_probes = l2 == ET_NONE ? 1u : AUT_N_LEFT;
     const size_t ny_probes = right ? sizeof AUT_RIGHT / sizeof *AUT_RIGHT : 1u;
@@ -1618,9 +1619,9 @@ static int splits_char(const et_model *m, uint32_t l, uint32_t t)
     return nt && (q[0] & 0xC0u) == 0x80u && ends_open(m, l);
 }
 
-/* Where l and t split a character (splits_char), whether some text cuts inside neither: l
- * (from a character's start), then t's bytes up to two characters past the one they finish,
- * with a probe before l and one after. No probe() can look at either token alone: ' \xc2'
+/* Where l and t split a character (splits_char), whether some text cuts inside neither: l,
+ * then t's bytes up to two characters past the one they finish, as probe()'s INSIDE with any
+ * text before l. No probe() can look at either token alone: ' \xc2'
  * '\xbe\xe7\xa4\xba' (" ¾示") is cut before and after the digit ¾ in every text, so neither
  * token is canonical there. 1 where not known (a text that is not UTF-8, too long). Any text
  * before l, as the look-ahead after l2 has it (the rows inside a character are short: with
@@ -1628,39 +1629,13 @@ static int splits_char(const et_model *m, uint32_t l, uint32_t t)
  * of the long row before had let '\xeb\x8d' in). */
 static int split_answer(const et_automaton *a, uint32_t l, uint32_t t)
 {
-    const uint8_t *p = NULL, *q = NULL;
-    const size_t nl = et_tok(a->m, l, &p), nt = et_tok(a->m, t, &q), k = last_char(p, nl);
-    if (!nl || !nt || !k || (p[0] & 0xC0u) == 0x80u) return 1;
-    uint8_t buf[AUT_PAIR_BYTES];
-    size_t ends[AUT_PAIR_BYTES], n_out = 0, used = 0, nq = 0, len = 0, chars = 0;
-    if (nl + 2u * AUT_PROBE + 12u > AUT_PAIR_BYTES || (nl > k && !utf8_chars(p, nl - k, nl - k)))
-        return 1;
-    memcpy(buf, p + nl - k, k); /* (the character they split, then t's next two) */
-    while (nq < nt && k + nq < 4u) buf[k + nq] = q[nq], nq++;
-    if (et_utf8_decode(buf, k + nq, 0, &len) == 0xFFFFFFFFu || len <= k) return 1;
-    nq = len - k;
-    for (size_t c; nq < nt && chars < 2u; nq += c, chars++)
+    const uint8_t *q = NULL;
+    const size_t nt = et_tok(a->m, t, &q);
+    size_t nq = 0, c;
+    while (nq < nt && (q[nq] & 0xC0u) == 0x80u) nq++; /* (the rest of l's last character) */
+    for (unsigned chars = 0; nq < nt && chars < 2u; chars++, nq += c)
         if (et_utf8_decode(q, nt, nq, &c) == 0xFFFFFFFFu) break;
-    for (size_t x = 0; x < AUT_N_LEFT; x++) {
-        const char *const left = left_probe(x, p[0]);
-        if (!left) continue;
-        const size_t nx = strlen(left), at = nx + nl + nq;
-        memcpy(buf, left, nx);
-        memcpy(buf + nx, p, nl);
-        memcpy(buf + nx + nl, q, nq);
-        for (size_t y = 0; y < sizeof AUT_RIGHT / sizeof *AUT_RIGHT; y++) {
-            const size_t ny = strlen(AUT_RIGHT[y]);
-            memcpy(buf + at, AUT_RIGHT[y], ny);
-            if (et_pretokenize(a->m, (const char *)buf, at + ny, ET_FINAL, ends, AUT_PAIR_BYTES,
-                               &n_out, &used))
-                return 1;
-            int inside = 1;
-            for (size_t e = 0; e < n_out && ends[e] < at; e++)
-                if (ends[e] > nx) inside = 0;
-            if (inside) return 1;
-        }
-    }
-    return 0;
+    return probe(a->m, AUT_ANY, l, q, nq, 1, AUT_INSIDE) != 0;
 }
 
 /* split_answer, kept by (l, t) in a->splk. */
