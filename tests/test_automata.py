@@ -431,6 +431,58 @@ def test_canonical_enums_no_dead_ends(name):  # type: ignore[no-untyped-def]
         assert len(seen) > 5
 
 
+def ws_dead_ends(enc, a, s, path, seen):  # type: ignore[no-untyped-def]
+    """The paths from state s, by allowed tokens all of white space, to states where nothing is
+    allowed and the text may not end."""
+    if s in seen:
+        return []
+    seen.add(s)
+    allowed = a.allowed_ids(s)
+    if not allowed and not a.is_accepting(s):
+        return [path]
+    out = []
+    for t in allowed:
+        b = enc.decode_single_token_bytes(t)
+        if b.strip() == b"":
+            out += ws_dead_ends(enc, a, a.next(s, t), path + [b], seen)
+    return out
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "r50k_base"])
+def test_canonical_no_dead_ends_in_long_rows(name):  # type: ignore[no-untyped-def]
+    """Long rows (256 tokens or more) took a token whose next row accepts as live after any
+    token before it. But after white space, a run of white space may end the text only as one
+    piece: on [a-z ]{0,40}, 37 letters, " " then " " was allowed, after which one character is
+    left and nothing can follow canonically (" x" is one token) nor the text end there ("  " is
+    one token). Every run of white space tokens from states a few characters short of the end
+    of [a-z ]{0,12} and [a-z ]{0,40} (the letters as tiktoken encodes them) must go on or
+    accept. And a token that begins inside a character took any probe as cut before it: on
+    r50k, after "cd" "\xe2\x80" "\x99" "q" (cd’q), "qs" was allowed, though "qqs" is
+    one piece ("qq" "s") and the pattern ends after it."""
+    enc, ref = encodings(name)
+    text = "the quick brown fox jumps over the lazy dog"
+    for pattern, n in (("[a-z ]{0,12}", 12), ("[a-z ]{0,40}", 40)):
+        a = automaton(name, pattern, True)
+        for k in range(n - 6, n):
+            prefix = ref.encode_ordinary(text[:k].rstrip())
+            s = a.walk(prefix)
+            assert s >= 0, (pattern, k)
+            dead = ws_dead_ends(enc, a, s, [], set())
+            assert not dead, (pattern, text[:k], dead[:3])
+    a = automaton(name, "[A-Za-z]{1,3}’[a-z]{1,3}", True)
+    todo, seen = [(a.walk(ref.encode_ordinary("cd’")), ())], set()
+    while todo:
+        s, path = todo.pop()
+        assert s >= 0
+        if s in seen:
+            continue
+        seen.add(s)
+        allowed = a.allowed_ids(s)
+        assert allowed or a.is_accepting(s), [enc.decode_single_token_bytes(t) for t in path]
+        todo += [(a.next(s, t), path + (t,)) for t in allowed]
+    assert len(seen) > 100
+
+
 def test_canonical_llama3_odd_tokens_mask_and_next():  # type: ignore[no-untyped-def]
     """Llama-3's tokens that the pair walk cannot take (test_canonical.llama3_odd): a canonical
     mask (made from the pair set, whose bits for them are not its own) and next() agree on each

@@ -257,6 +257,18 @@ static int ends_apos(const uint8_t *p, size_t n)
     return (n >= 1u && p[n - 1u] == '\'') || (n >= 2u && p[n - 2u] == '\'');
 }
 
+/* Whether p[0..n) is UTF-8 of white space only (n > 0). */
+static int all_ws(const uint8_t *p, size_t n)
+{
+    size_t k = 1;
+    if (!n) return 0;
+    for (size_t i = 0; i < n; i += k) {
+        const uint32_t c = et_utf8_decode(p, n, i, &k);
+        if (c == 0xFFFFFFFFu || !(et_ucd_bits(c) & ET_U_S)) return 0;
+    }
+    return 1;
+}
+
 struct shape_slot { uint64_t h; uint32_t at, len, id; }; /* (id + 1, 0: empty; len | raw << 31) */
 struct shape_map {
     struct shape_slot *tab; /* (at most half full) */
@@ -482,7 +494,10 @@ static const uint8_t *pair_head(const et_model *m, uint32_t t, size_t *nt);
 #define AUT_ENDS_APOS 0x80000000u
 #define AUT_ONE_MID 0x40000000u
 #define AUT_LAST_APOS 0x20000000u
-#define AUT_HEAD_FLAGS (AUT_ENDS_APOS | AUT_ONE_MID | AUT_LAST_APOS)
+/* And a token all of white space (AUT_ALL_WS): after one that ends in white space, whether the
+ * text may end after it is not what its probes show (see end_needed). */
+#define AUT_ALL_WS 0x10000000u
+#define AUT_HEAD_FLAGS (AUT_ENDS_APOS | AUT_ONE_MID | AUT_LAST_APOS | AUT_ALL_WS)
 
 /* The digit runs' group (digit_desc's g) of m's pretokenizer: 0 where it carries none. */
 static uint32_t dig_g_of(const et_model *m)
@@ -603,7 +618,8 @@ static int shapes_add(const et_model *m, struct et_shapes *s, const uint32_t *to
         if (q)
             s->head[t] = (uint32_t)nh | (ends_apos(p, nt) ? AUT_ENDS_APOS : 0u) |
                          (one_mid(p, nt) ? AUT_ONE_MID : 0u) |
-                         (p[nt - 1u] == '\'' ? AUT_LAST_APOS : 0u);
+                         (p[nt - 1u] == '\'' ? AUT_LAST_APOS : 0u) |
+                         (all_ws(p, nt) ? AUT_ALL_WS : 0u);
         if (dig_g && nt) s->dig[t] = digit_desc(p, nt, dig_g);
         s->made[t >> 6] |= (uint64_t)1 << (t & 63u);
     }
@@ -631,14 +647,15 @@ static int same_class(const et_automaton *a, uint32_t i, uint32_t j)
 }
 
 /* Groups. mask_class decides a class from its first entry's digit_desc, whether its next row
- * accepts, whether it has a head, and its head's two shapes (the probes' key): classes of a long
- * row alike in these are one group, numbered from 0 in order of first entry, and mask_long
- * decides each group once. */
+ * accepts, whether it has a head, whether it is all white space (end_needed), and its head's
+ * two shapes (the probes' key): classes of a long row alike in these are one group, numbered
+ * from 0 in order of first entry, and mask_long decides each group once. */
 static int same_group(const et_automaton *a, uint32_t i, uint32_t j)
 {
     const uint32_t t = a->tok[i], u = a->tok[j];
     return a->dig[t] == a->dig[u] && a->accept[a->nxt[i]] == a->accept[a->nxt[j]] &&
            !(a->head[t] & ~AUT_HEAD_FLAGS) == !(a->head[u] & ~AUT_HEAD_FLAGS) &&
+           (a->head[t] & AUT_ALL_WS) == (a->head[u] & AUT_ALL_WS) &&
            !memcmp(a->shape + (size_t)4u * t + 2u, a->shape + (size_t)4u * u + 2u, 8u);
 }
 
@@ -677,8 +694,9 @@ static int groups(et_automaton *a)
         uint32_t g = 0;
         for (uint32_t k = 0; k < n_cls; k++) {
             const uint32_t i = first[k], t = a->tok[i], *sh = a->shape + (size_t)4u * t + 2u;
-            uint64_t h = ((uint64_t)a->dig[t] << 2 | (uint64_t)a->accept[a->nxt[i]] << 1 |
-                          !(a->head[t] & ~AUT_HEAD_FLAGS)) * 0x9E3779B97F4A7C15ull;
+            uint64_t h = ((uint64_t)a->dig[t] << 3 | (uint64_t)!!(a->head[t] & AUT_ALL_WS) << 2 |
+                          (uint64_t)a->accept[a->nxt[i]] << 1 | !(a->head[t] & ~AUT_HEAD_FLAGS)) *
+                         0x9E3779B97F4A7C15ull;
             for (int q = 0; q < 2; q++) h = (h ^ sh[q]) * 0xC2B2AE3D27D4EB4Full;
             for (size_t q = (size_t)(h >> 32) & (cap - 1u);; q = (q + 1u) & (cap - 1u)) {
                 if (gen[q] != r + 1u) {
@@ -1164,8 +1182,10 @@ static size_t utf8_chars(const uint8_t *p, size_t len, size_t n)
 /* Whether one of want can happen in some text that goes on as the automaton knows: the
  * pretokenizer cuts between l and t (AUT_CUT), or nowhere from l's first byte to t's last
  * (AUT_INSIDE); t[0..nt) is t or its first characters. Before l: l2 (ET_NONE: l starts the
- * text; AUT_ANY: not known), then any one probe; after t: any probe (right) or the end of the
- * text (!right). With AUT_FROM in want (l2 known), only texts that cut between l2 and l count.
+ * text; AUT_ANY: not known; from its first character's start: a probe stands for the one it
+ * ends, if it begins inside one), then any one probe; after t: any probe (right) or the end
+ * of the text (!right). With AUT_FROM in want (l2 known), only texts that cut between l2 and
+ * l count.
  * (Not also texts that cut inside neither l2 nor l, as tokens of a canonical encoding lie in one
  * piece each: cut_always's texts, with no token before t, would then no longer stand for every
  * token before it, and a class taken after any token be refused after this one.)
@@ -1182,6 +1202,10 @@ static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, s
     const int may = AUT_CUT | AUT_INSIDE | (want & AUT_NOCUT); /* (not looked at) */
     if (!nl || !nt || (known && !n2) || n2 + nl + nt + 2u * AUT_PROBE > AUT_PAIR_BYTES)
         return may;
+    /* l2 that begins inside a character (after "cd" "\xe2\x80", "\x99" then "q"): that
+     * character is not known, so a probe stands for it, as for the text before any l2 */
+    while (n2 && (p2[0] & 0xC0u) == 0x80u) p2++, n2--;
+    const int stood = known && !n2; /* (l2 was that character's end alone) */
     uint8_t buf[AUT_PAIR_BYTES];
     if (n2) memcpy(buf, p2, n2); /* (l2, l, t UTF-8 together: a token may finish a character */
     memcpy(buf + n2, p, nl);     /* the one before it begins) */
@@ -1205,7 +1229,8 @@ static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, s
             if (et_pretokenize(m, (const char *)buf, n, ET_FINAL, ends, AUT_PAIR_BYTES, &n_out,
                                &used))
                 return may;
-            int cut = 0, inside = 1, from_cut = !(want & AUT_FROM) || !n2;
+            int cut = 0, inside = 1;
+            int from_cut = !(want & AUT_FROM) || (!n2 && (!stood || !nx));
             for (size_t e = 0; e < n_out && ends[e] < at + nt; e++) {
                 if (ends[e] == at) cut = 1;
                 if (ends[e] > from) inside = 0;
@@ -1460,6 +1485,21 @@ static int ends_open(const et_model *m, uint32_t l)
     if (!k) return 0;
     const uint8_t b = p[nl - k];
     return (b >= 0xF0u ? 4u : b >= 0xE0u ? 3u : b >= 0xC0u ? 2u : 1u) > k;
+}
+
+static int end_ok(const et_automaton *a, uint32_t l2, uint32_t l);
+
+/* Whether a row that accepts after entry t (l before it) is live only where end_ok(l, t): t is
+ * all white space and l ends in white space. There what follows t moves the cut between them
+ * (a run of white space is cut before its last character only where a non-space follows: " "
+ * " " may not end a text, nor lead where only the end may follow); elsewhere what follows t
+ * moves no cut before it, and a pair that passes may end the text. */
+static int end_needed(const et_automaton *a, uint32_t l, uint32_t t)
+{
+    if (!(a->head[t] & AUT_ALL_WS) || l >= a->n_vocab) return 0;
+    const uint8_t *p = NULL;
+    const size_t nl = et_tok(a->m, l, &p), k = last_char(p, nl);
+    return k && all_ws(p + nl - k, k);
 }
 
 static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32_t l)
@@ -1839,15 +1879,30 @@ static int live_exact(const et_automaton *a, struct memo *mm, uint32_t l, uint32
 #define AUT_PROOF_BUDGET 256
 #define AUT_EXACT_BUDGET 2048
 #define AUT_EXACT_DEPTH 8u
-static int short_live(const et_automaton *a, struct memo *mm, uint32_t row, uint32_t l,
-                      uint32_t i, unsigned v)
+static int exact_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32_t i, uint32_t dt)
 {
-    if (a->row[row + 1u] - a->row[row] >= AUT_LONG) return 1;
-    const uint32_t dt = (v & 15u) - 1u;
     int budget = AUT_PROOF_BUDGET;
     if (live_exact(a, mm, l, i, dt, AUT_EXACT_DEPTH, &budget, 1)) return 1;
     budget = AUT_EXACT_BUDGET;
     return live_exact(a, mm, l, i, dt, AUT_EXACT_DEPTH, &budget, 0);
+}
+
+static int short_live(const et_automaton *a, struct memo *mm, uint32_t row, uint32_t l,
+                      uint32_t i, unsigned v)
+{
+    if (a->row[row + 1u] - a->row[row] >= AUT_LONG) return 1;
+    return exact_live(a, mm, l, i, (v & 15u) - 1u);
+}
+
+/* Whether entry i (token t after l, the run after t dt), whose row accepts, is live: the text
+ * may end after t, or, where that depends on l (end_needed) and it may not, some text goes on
+ * with every token known (exact_live: the look-ahead by any token before would take " " " "
+ * then " " as live, though only the end of the text may follow and a run of three spaces is
+ * one piece there). A function of the state alone, as short_live's answers. */
+static int accept_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32_t i, uint32_t dt)
+{
+    const uint32_t t = a->tok[i];
+    return !end_needed(a, l, t) || end_ok(a, l, t) || exact_live(a, mm, l, i, dt);
 }
 
 /* Small automata (an enum of words: tens of entries) learn at build whether each entry is
@@ -2027,7 +2082,8 @@ static int entry_ok(const et_automaton *a, struct memo *mm, const struct pctx *x
     const uint32_t t = a->tok[i], dt = (tv & 15u) - 1u; /* the run after t */
     if (!pair_ok_c(a, mm, x, t, &valid, tv)) return 0;
     const uint32_t r = a->nxt[i];
-    if (a->accept[r]) return 1; /* the text may end after t: live at every level */
+    if (a->accept[r]) /* the text may end after t: live at every level */
+        return accept_live(a, mm, x->l, i, dt) ? 1 : -1;
     uint64_t *lc = NULL, key = 0;
     if (mm->look && a->shape[(size_t)4u * t] < AUT_SHAPE_MAX) {
         if (!mm->look_set) {
@@ -2093,7 +2149,8 @@ static unsigned mask_class(const et_automaton *a, struct memo *mm, const struct 
                            uint32_t i, unsigned v)
 {
     const uint32_t t = a->tok[i];
-    const unsigned mode = v >> 4, look = a->accept[a->nxt[i]] ? MC_LOOK : 0u;
+    const unsigned mode = v >> 4,
+                   look = a->accept[a->nxt[i]] && !end_needed(a, x->l, t) ? MC_LOOK : 0u;
     if (mode == DM_CUT) return MC_PASS | look;
     if (mode == DM_JOIN) return MC_VALID | look;
     if (x->l == ET_NONE) return MC_PASS | look;
@@ -2391,6 +2448,10 @@ ET_ALWAYS_INLINE static inline unsigned mask_entry(const et_automaton *a, const 
         break;
     }
     if (s & MC_LOOK) goto take;
+    if (a->accept[a->nxt[i]]) { /* (end_needed: kept only as verdicts and in a->endk) */
+        if (accept_live(a, r.mm, r.x->l, i, (v & 15u) - 1u)) goto take;
+        return ME_DEAD;
+    }
     if (r.any && k < a->cgrp_at[r.row + 1u] - a->cgrp_at[r.row] && !(a->dig[t] & DG_N)) {
         /* a long row's class: its look-ahead after any token, once for every mask */
         _Atomic uint8_t *const ca = &a->cany[a->cgrp_at[r.row] + k];
