@@ -483,6 +483,28 @@ def test_canonical_no_dead_ends_in_long_rows(name):  # type: ignore[no-untyped-d
     assert len(seen) > 100
 
 
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_canonical_long_rows_cut_runs_of_spaces_once(name):  # type: ignore[no-untyped-def]
+    """A run of spaces is cut only before its last space (where a non-space follows), so after
+    a run's token and " " (no valid pair: the two are one token), only a text cut between them
+    goes on: what follows begins with no space. Long rows counted any text there, and took
+    "   " " " " freight" ("    " " freight" is tiktoken's) on [a-z ]{0,40}; now, as in short
+    rows, only texts cut between the two count, unless none leaves anything to follow."""
+    enc, ref = encodings(name)
+    a = automaton(name, "[a-z ]{0,40}", True)
+    for run in ("   ", " ", "  ", " " * 10):
+        s = a.walk(ref.encode_ordinary("abc") + [ref.encode_single_token(run)])
+        s = a.next(s, ref.encode_single_token(" "))
+        assert s >= 0, run
+        allowed = a.allowed_ids(s)
+        assert allowed, run
+        spaced = [enc.decode_single_token_bytes(t) for t in allowed
+                  if enc.decode_single_token_bytes(t).startswith(b" ")]
+        assert not spaced, (run, spaced[:5])
+        text = "abc" + run + "  freight"
+        assert a.is_accepting(a.walk(ref.encode_ordinary(text))), text
+
+
 def test_canonical_llama3_odd_tokens_mask_and_next():  # type: ignore[no-untyped-def]
     """Llama-3's tokens that the pair walk cannot take (test_canonical.llama3_odd): a canonical
     mask (made from the pair set, whose bits for them are not its own) and next() agree on each

@@ -2163,6 +2163,9 @@ static unsigned mask_class(const et_automaton *a, struct memo *mm, const struct 
     return (k & AUT_INSIDE ? MC_VALID : MC_DENY) | look;
 }
 
+static int ws_run(const et_automaton *a, const struct cstate *c);
+static int ws_empty(const et_automaton *a, const struct cstate *c);
+
 int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
 {
     struct cstate c;
@@ -2182,11 +2185,15 @@ int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
         if (!a->probes) memset(mm.key, 0, sizeof mm.key);
         mm.look = NULL;
         pctx_init(a, &x, c.l2, c.l);
-        if (a->row[c.row + 1u] - a->row[c.row] < AUT_LONG) pctx_from(a, &x);
+        const int ws = ws_run(a, &c);
+        if (ws || a->row[c.row + 1u] - a->row[c.row] < AUT_LONG) pctx_from(a, &x);
         pctx_look(a, &x);
-        if (entry_ok(a, &mm, &x, lo, -1, v) <= 0 ||
-            !short_live(a, &mm, c.row, c.l, lo, v))
-            return -1;
+        if (entry_ok(a, &mm, &x, lo, -1, v) <= 0 || !short_live(a, &mm, c.row, c.l, lo, v)) {
+            if (!ws) return -1;
+            x.from = 0; /* (as et_automaton_allowed: every text, where those cut there allow
+                         * nothing) */
+            if (entry_ok(a, &mm, &x, lo, -1, v) <= 0 || !ws_empty(a, &c)) return -1;
+        }
     }
     return join_state(a, a->nxt[lo], c.l, token, (v & 15u) - 1u);
 }
@@ -2794,6 +2801,32 @@ static inline void vk_note(uint64_t *v, uint32_t t, unsigned code)
     for (; code; code &= code - 1u) q[et_ctz64(code)] |= b;
 }
 
+/* Whether a canonical state of a long row is within a run of white space that its last two
+ * tokens split where they are no valid pair (l2 ends in white space and l is all white space,
+ * end_needed): only a cut can lie between them, and its place moves with what follows l (a
+ * run is cut before its last character only where a non-space follows). There the pair test
+ * counts only texts cut between l2 and l (pctx_from, as short rows' always do: after "   "
+ * " ", " frames" would make "    " " frames"), unless that leaves nothing allowed and the text
+ * may not end there (ws_empty): long rows' look-ahead, kept by shapes, does not know the pair,
+ * so it may have let l in where only such texts go on. */
+static int ws_run(const et_automaton *a, const struct cstate *c)
+{
+    return a->row[c->row + 1u] - a->row[c->row] >= AUT_LONG && c->l2 < a->n_vocab &&
+           c->l < a->n_vocab && end_needed(a, c->l2, c->l) && !pair_valid(a, c->l2, c->l, 0);
+}
+
+static int mask_state(const et_automaton *a, const struct cstate *c0, int from, uint32_t *ids,
+                      size_t cap, uint8_t *bits, size_t nbytes, size_t *n);
+
+/* Whether ws_run's state c, with its pair test counting only texts cut between l2 and l,
+ * allows nothing while the text may not end there (then the test counts every text). */
+static int ws_empty(const et_automaton *a, const struct cstate *c)
+{
+    size_t n = 0;
+    return !(a->accept[c->row] && end_ok(a, c->l2, c->l)) &&
+           mask_state(a, c, 1, NULL, 0, NULL, 0, &n) == ET_OK && !n;
+}
+
 int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, size_t cap,
                          uint8_t *bits, size_t nbytes, size_t *n)
 {
@@ -2803,6 +2836,18 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     *n = 0;
     if (!split_state(a, state, &c)) return ET_E_ARG;
     if (!(a->flags & ET_AUT_CANONICAL)) return mask_plain(a, c.row, ids, cap, bits, nbytes, n);
+    if (!ws_run(a, &c)) return mask_state(a, &c, 0, ids, cap, bits, nbytes, n);
+    const int rc = mask_state(a, &c, 1, ids, cap, bits, nbytes, n);
+    if (rc != ET_OK || *n || (a->accept[c.row] && end_ok(a, c.l2, c.l))) return rc;
+    return mask_state(a, &c, 0, ids, cap, bits, nbytes, n); /* (ws_empty) */
+}
+
+/* et_automaton_allowed's canonical mask of state c0, the pair test counting only texts cut
+ * between l2 and l where from (ws_run) or the row is short. */
+static int mask_state(const et_automaton *a, const struct cstate *c0, int from, uint32_t *ids,
+                      size_t cap, uint8_t *bits, size_t nbytes, size_t *n)
+{
+    const struct cstate c = *c0;
     if (bits) memset(bits, 0, nbytes);
     struct memo mm;
     uint64_t looks[1u << AUT_LOOK_BITS];
@@ -2830,7 +2875,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
                   ? ET_NONE
                   : c.l2,
               c.l);
-    if (n_row < AUT_LONG) pctx_from(a, &x);
+    if (n_row < AUT_LONG || from) pctx_from(a, &x);
     pctx_look(a, &x);
     if (c.d || a->row_dig[c.row]) drow = a->dtab + (size_t)c.d * 256u;
     /* the pair set, where making it costs less than the row's pair tests could: each of its
@@ -2881,7 +2926,7 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     uint64_t *vk = NULL, *tinv = NULL;
     uint8_t *codes = NULL;
     const size_t vw = a->vk_words;
-    const uint64_t vkey[3] = {(uint64_t)c.row << 32 | c.d,
+    const uint64_t vkey[3] = {(uint64_t)c.row << 32 | (uint64_t)(x.from != 0) << 31 | c.d,
                               c.l == ET_NONE ? ~0ull
                                              : ((uint64_t)a->shape[(size_t)4u * c.l] + 1u) |
                                                    (uint64_t)ends_open(m, c.l) << 62, /* (its
