@@ -505,6 +505,26 @@ def test_canonical_long_rows_cut_runs_of_spaces_once(name):  # type: ignore[no-u
         assert a.is_accepting(a.walk(ref.encode_ordinary(text))), text
 
 
+@pytest.mark.parametrize("name, pattern, before, refused", [
+    ("cl100k_base", '[^"]{1,40}",', ["AV", " \t\t"], '",'),
+    ("o200k_base", '[^"]{1,40}",', ["AV", " \t\t"], '",'),
+    ("r50k_base", "[a-z \n]{1,20}", ["\n\n"], "vr"),
+])
+def test_canonical_keeps_the_last_token_whole(name, pattern, before, refused):  # type: ignore[no-untyped-def]
+    """A canonical encoding cuts no piece inside a token: the pair test of the state's next
+    token counts only texts that keep the last one whole. A run of white space is cut before
+    its last character where a non-space follows, so "\",\" after " \t\t" is " \t" "\t\","
+    (and r50k's "\n\n" then a word: "\n" "\n" "vr"); both were allowed."""
+    enc, ref = encodings(name)
+    a = automaton(name, pattern, True)
+    s = a.walk([ref.encode_single_token(b) for b in before])
+    assert s >= 0 and a.allowed_ids(s)
+    assert a.next(s, ref.encode_single_token(refused)) == -1
+    assert ref.encode_single_token(refused) not in a.allowed_ids(s)
+    text = "".join(before) + refused
+    assert a.is_accepting(a.walk(ref.encode_ordinary(text))), text
+
+
 def test_canonical_llama3_odd_tokens_mask_and_next():  # type: ignore[no-untyped-def]
     """Llama-3's tokens that the pair walk cannot take (test_canonical.llama3_odd): a canonical
     mask (made from the pair set, whose bits for them are not its own) and next() agree on each

@@ -1178,6 +1178,7 @@ static size_t utf8_chars(const uint8_t *p, size_t len, size_t n)
 #define AUT_INSIDE 2 /* probe(): l and t may lie inside one piece */
 #define AUT_NOCUT 4  /* probe(): it may not cut there (a text with no cut between them) */
 #define AUT_FROM 8   /* probe(): only texts cut between l2 and l count (see pctx_from) */
+#define AUT_WHOLE 16 /* probe(): only texts that cut nowhere inside l count (see pctx_whole) */
 
 /* Whether one of want can happen in some text that goes on as the automaton knows: the
  * pretokenizer cuts between l and t (AUT_CUT), or nowhere from l's first byte to t's last
@@ -1185,7 +1186,7 @@ static size_t utf8_chars(const uint8_t *p, size_t len, size_t n)
  * text; AUT_ANY: not known; from its first character's start: a probe stands for the one it
  * ends, if it begins inside one), then any one probe; after t: any probe (right) or the end
  * of the text (!right). With AUT_FROM in want (l2 known), only texts that cut between l2 and
- * l count.
+ * l count; with AUT_WHOLE, only texts that cut nowhere inside l.
  * (Not also texts that cut inside neither l2 nor l, as tokens of a canonical encoding lie in one
  * piece each: cut_always's texts, with no token before t, would then no longer stand for every
  * token before it, and a class taken after any token be refused after this one.)
@@ -1229,14 +1230,16 @@ static int probe(const et_model *m, uint32_t l2, uint32_t l, const uint8_t *q, s
             if (et_pretokenize(m, (const char *)buf, n, ET_FINAL, ends, AUT_PAIR_BYTES, &n_out,
                                &used))
                 return may;
-            int cut = 0, inside = 1;
+            int cut = 0, inside = 1, broken = 0;
             int from_cut = !(want & AUT_FROM) || (!n2 && (!stood || !nx));
             for (size_t e = 0; e < n_out && ends[e] < at + nt; e++) {
                 if (ends[e] == at) cut = 1;
                 if (ends[e] > from) inside = 0;
+                if (ends[e] > from && ends[e] < at) broken = 1;
                 if (ends[e] == from) from_cut = 1;
             }
-            if (!from_cut) continue; /* (a text the automaton is not in) */
+            if (!from_cut || (broken && (want & AUT_WHOLE)))
+                continue; /* (a text the automaton is not in) */
             const int got = (cut ? AUT_CUT : want & AUT_NOCUT) | (inside ? AUT_INSIDE : 0);
             if (got & want) return got;
         }
@@ -1444,6 +1447,7 @@ struct pctx {
     uint32_t *apart; /* pair_valid_apart's memo for l (AUT_APART slots, ET_NONE: empty), or NULL */
     struct pinv *pi; /* a mask's pair set for l, or NULL (pair by pair) */
     unsigned from;   /* AUT_FROM where the probes count only texts cut between l2 and l */
+    unsigned whole;  /* AUT_WHOLE where they count only texts that keep l whole (pctx_whole) */
 };
 
 /* The tokens that are no valid pair after a mask's l, from the model's pair set: made at the
@@ -1511,6 +1515,7 @@ static void pctx_init(const et_automaton *a, struct pctx *x, uint32_t l2, uint32
     x->pi = NULL;
     x->lk_packed = 0; /* (pctx_look) */
     x->from = 0;      /* (pctx_from) */
+    x->whole = 0;     /* (pctx_whole) */
     if (l == ET_NONE) return;
     const int l_first = l2 == AUT_ANY || (l2 != ET_NONE && apos_before(a, l2, AUT_ANY));
     const uint32_t s2 = l2 == ET_NONE ? 0xFFFFFFFFu : l2 == AUT_ANY ? 0xFFFFFFFEu
@@ -1533,6 +1538,23 @@ static void pctx_from(const et_automaton *a, struct pctx *x)
 {
     if (x->l2 < a->n_vocab && x->l < a->n_vocab && !pair_valid(a, x->l2, x->l, 0))
         x->from = AUT_FROM;
+}
+
+/* A canonical encoding cuts no piece inside a token, so the pair test of a state's next token
+ * may count only texts that keep l whole: "AV" " \t\t" then "\",": a run of white space is
+ * cut before its last character where a non-space follows (" \t" "\t\","). Only the state's
+ * own test (a mask's, a step's): look-aheads, kept by shapes and proven after any token before
+ * (cut_always), count every text; where the state then allows nothing and the text may not end
+ * there, its mask counts every text too (see et_automaton_allowed). l of one character: no
+ * cut falls inside it (keys shared with the look-aheads'). */
+static void pctx_whole(const et_automaton *a, struct pctx *x)
+{
+    if (x->l >= a->n_vocab) return;
+    const uint8_t *p = NULL;
+    const size_t nl = et_tok(a->m, x->l, &p);
+    size_t starts = 0;
+    for (size_t i = 0; i < nl && starts < 2u; i++) starts += (p[i] & 0xC0u) != 0x80u;
+    if (starts >= 2u) x->whole = AUT_WHOLE;
 }
 
 /* pctx_init's look-ahead fields (entry_ok's: a mask's or a step's context). */
@@ -1572,13 +1594,15 @@ static unsigned probe_ok(const et_automaton *a, struct memo *mm, const struct pc
     size_t h = 0;
     unsigned k = 0;
     if (x->packed && st < AUT_SHAPE_MAX) {
-        key = (uint64_t)(x->from != 0) << 57 | x->k0 << 19 | st; /* (x->k0 < 2^38) */
+        key = (uint64_t)(x->whole != 0) << 58 | (uint64_t)(x->from != 0) << 57 | x->k0 << 19 |
+              st; /* (x->k0 < 2^38) */
         slot = probe_slot(a, key);
         const uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
         if (v >> 4 == key) k = (unsigned)(v & 15u);
     } else {
         k0 = (uint64_t)x->s2 << 32 | x->sl;
-        k1 = ((uint64_t)(x->from != 0) << 32 | st) + 1u; /* not 0: an empty slot matches nothing */
+        k1 = ((uint64_t)(x->whole != 0) << 33 | (uint64_t)(x->from != 0) << 32 | st) +
+             1u; /* not 0: an empty slot matches nothing */
         h = (size_t)(((k0 * 0x9E3779B97F4A7C15ull) ^ (k1 * 0xC2B2AE3D27D4EB4Full)) >> 54);
         if (mm->key[h][0] == k0 && mm->key[h][1] == k1) k = mm->ans[h];
     }
@@ -1587,7 +1611,7 @@ static unsigned probe_ok(const et_automaton *a, struct memo *mm, const struct pc
     const uint8_t *q = NULL;
     et_tok(a->m, t, &q);
     const unsigned got = (unsigned)probe(a->m, x->l2, x->l, q, a->head[t] & ~AUT_HEAD_FLAGS, 1,
-                                         (int)(ask | x->from));
+                                         (int)(ask | x->from | x->whole));
     k |= got ? got << 2 | got : ask << 2;
     if (slot) {
         atomic_store_explicit(slot, key << 4 | k, memory_order_relaxed);
@@ -2164,7 +2188,7 @@ static unsigned mask_class(const et_automaton *a, struct memo *mm, const struct 
 }
 
 static int ws_run(const et_automaton *a, const struct cstate *c);
-static int ws_empty(const et_automaton *a, const struct cstate *c);
+static int strict_empty(const et_automaton *a, const struct cstate *c);
 
 int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
 {
@@ -2185,15 +2209,18 @@ int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token)
         if (!a->probes) memset(mm.key, 0, sizeof mm.key);
         mm.look = NULL;
         pctx_init(a, &x, c.l2, c.l);
-        const int ws = ws_run(a, &c);
-        if (ws || a->row[c.row + 1u] - a->row[c.row] < AUT_LONG) pctx_from(a, &x);
+        const int is_short = a->row[c.row + 1u] - a->row[c.row] < AUT_LONG;
+        if (is_short || ws_run(a, &c)) pctx_from(a, &x);
+        pctx_whole(a, &x);
         pctx_look(a, &x);
-        if (entry_ok(a, &mm, &x, lo, -1, v) <= 0 || !short_live(a, &mm, c.row, c.l, lo, v)) {
-            if (!ws) return -1;
-            x.from = 0; /* (as et_automaton_allowed: every text, where those cut there allow
-                         * nothing) */
-            if (entry_ok(a, &mm, &x, lo, -1, v) <= 0 || !ws_empty(a, &c)) return -1;
+        int ok = entry_ok(a, &mm, &x, lo, -1, v) > 0;
+        if (!ok && (x.whole || (!is_short && x.from))) {
+            /* (as et_automaton_allowed: every text, where the strict test allows nothing) */
+            x.whole = 0;
+            if (!is_short) x.from = 0;
+            ok = entry_ok(a, &mm, &x, lo, -1, v) > 0 && strict_empty(a, &c);
         }
+        if (!ok || !short_live(a, &mm, c.row, c.l, lo, v)) return -1;
     }
     return join_state(a, a->nxt[lo], c.l, token, (v & 15u) - 1u);
 }
@@ -2804,29 +2831,32 @@ static inline void vk_note(uint64_t *v, uint32_t t, unsigned code)
 /* Whether a canonical state of a long row is within a run of white space that its last two
  * tokens split where they are no valid pair (l2 ends in white space and l is all white space,
  * end_needed): only a cut can lie between them, and its place moves with what follows l (a
- * run is cut before its last character only where a non-space follows). There the pair test
- * counts only texts cut between l2 and l (pctx_from, as short rows' always do: after "   "
- * " ", " frames" would make "    " " frames"), unless that leaves nothing allowed and the text
- * may not end there (ws_empty): long rows' look-ahead, kept by shapes, does not know the pair,
- * so it may have let l in where only such texts go on. */
+ * run is cut before its last character only where a non-space follows). There the strict
+ * pair test counts only texts cut between l2 and l (pctx_from, as short rows' always do:
+ * after "   " " ", " frames" would make "    " " frames"). */
 static int ws_run(const et_automaton *a, const struct cstate *c)
 {
     return a->row[c->row + 1u] - a->row[c->row] >= AUT_LONG && c->l2 < a->n_vocab &&
            c->l < a->n_vocab && end_needed(a, c->l2, c->l) && !pair_valid(a, c->l2, c->l, 0);
 }
 
-static int mask_state(const et_automaton *a, const struct cstate *c0, int from, uint32_t *ids,
+static int mask_state(const et_automaton *a, const struct cstate *c0, int strict, uint32_t *ids,
                       size_t cap, uint8_t *bits, size_t nbytes, size_t *n);
 
-/* Whether ws_run's state c, with its pair test counting only texts cut between l2 and l,
- * allows nothing while the text may not end there (then the test counts every text). */
-static int ws_empty(const et_automaton *a, const struct cstate *c)
+/* Whether state c's strict mask (mask_state) allows nothing while the text may not end there:
+ * then its mask is the one that counts every text. */
+static int strict_empty(const et_automaton *a, const struct cstate *c)
 {
     size_t n = 0;
     return !(a->accept[c->row] && end_ok(a, c->l2, c->l)) &&
            mask_state(a, c, 1, NULL, 0, NULL, 0, &n) == ET_OK && !n;
 }
 
+/* A canonical state's mask is its strict one: the pair test counts only texts that keep l
+ * whole (pctx_whole) and, in runs of white space (ws_run), cut between l2 and l. Look-aheads
+ * (kept by shapes, and proven after any token before) count every text, so where the strict
+ * test allows nothing and the text may not end there, the mask counts every text (no walk
+ * stuck where a look-ahead let it in); next() asks the same. */
 int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, size_t cap,
                          uint8_t *bits, size_t nbytes, size_t *n)
 {
@@ -2836,15 +2866,14 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     *n = 0;
     if (!split_state(a, state, &c)) return ET_E_ARG;
     if (!(a->flags & ET_AUT_CANONICAL)) return mask_plain(a, c.row, ids, cap, bits, nbytes, n);
-    if (!ws_run(a, &c)) return mask_state(a, &c, 0, ids, cap, bits, nbytes, n);
     const int rc = mask_state(a, &c, 1, ids, cap, bits, nbytes, n);
     if (rc != ET_OK || *n || (a->accept[c.row] && end_ok(a, c.l2, c.l))) return rc;
-    return mask_state(a, &c, 0, ids, cap, bits, nbytes, n); /* (ws_empty) */
+    return mask_state(a, &c, 0, ids, cap, bits, nbytes, n); /* (strict_empty) */
 }
 
-/* et_automaton_allowed's canonical mask of state c0, the pair test counting only texts cut
- * between l2 and l where from (ws_run) or the row is short. */
-static int mask_state(const et_automaton *a, const struct cstate *c0, int from, uint32_t *ids,
+/* et_automaton_allowed's canonical mask of state c0, strict or counting every text (short
+ * rows: every text cut between l2 and l, pctx_from). */
+static int mask_state(const et_automaton *a, const struct cstate *c0, int strict, uint32_t *ids,
                       size_t cap, uint8_t *bits, size_t nbytes, size_t *n)
 {
     const struct cstate c = *c0;
@@ -2875,7 +2904,8 @@ static int mask_state(const et_automaton *a, const struct cstate *c0, int from, 
                   ? ET_NONE
                   : c.l2,
               c.l);
-    if (n_row < AUT_LONG || from) pctx_from(a, &x);
+    if (n_row < AUT_LONG || (strict && ws_run(a, &c))) pctx_from(a, &x);
+    if (strict) pctx_whole(a, &x);
     pctx_look(a, &x);
     if (c.d || a->row_dig[c.row]) drow = a->dtab + (size_t)c.d * 256u;
     /* the pair set, where making it costs less than the row's pair tests could: each of its
@@ -2926,7 +2956,8 @@ static int mask_state(const et_automaton *a, const struct cstate *c0, int from, 
     uint64_t *vk = NULL, *tinv = NULL;
     uint8_t *codes = NULL;
     const size_t vw = a->vk_words;
-    const uint64_t vkey[3] = {(uint64_t)c.row << 32 | (uint64_t)(x.from != 0) << 31 | c.d,
+    const uint64_t vkey[3] = {(uint64_t)c.row << 32 | (uint64_t)(x.from != 0) << 31 |
+                                  (uint64_t)(x.whole != 0) << 30 | c.d,
                               c.l == ET_NONE ? ~0ull
                                              : ((uint64_t)a->shape[(size_t)4u * c.l] + 1u) |
                                                    (uint64_t)ends_open(m, c.l) << 62, /* (its
