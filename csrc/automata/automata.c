@@ -1186,10 +1186,11 @@ static size_t utf8_chars(const uint8_t *p, size_t len, size_t n)
  * text; AUT_ANY: not known; from its first character's start: a probe stands for the one it
  * ends, if it begins inside one), then any one probe; after t: any probe (right) or the end
  * of the text (!right). With AUT_FROM in want (l2 known), only texts that cut between l2 and
- * l count; with AUT_WHOLE, only texts that cut nowhere inside l.
- * (Not also texts that cut inside neither l2 nor l, as tokens of a canonical encoding lie in one
- * piece each: cut_always's texts, with no token before t, would then no longer stand for every
- * token before it, and a class taken after any token be refused after this one.)
+ * l count; with AUT_WHOLE, only texts that cut nowhere inside l (a state's own test: see
+ * pctx_whole). Else texts that cut inside l2 or l count too, though tokens of a canonical
+ * encoding lie in one piece each: cut_always's texts, with no token before t, would otherwise
+ * no longer stand for every token before it, and a class taken after any token be refused
+ * after this one.
  * Pairs too long to look at, and tokens that are parts of characters (but where l2, l and
  * t's text are UTF-8 together: "\xf0\x9f\x8d" "\x86" is "🍆"; see split_answer), may.
  * Returns 0, or what the first text that answers allows (AUT_CUT, AUT_INSIDE or both, and
@@ -1895,9 +1896,8 @@ static int live_exact(const et_automaton *a, struct memo *mm, uint32_t l, uint32
     return 0;
 }
 
-/* live_exact for entry i of row (v: dstep() of its token, the run after it (v & 15) - 1) after
- * l, where the row is short (AUT_LONG): masks and steps take its token only then. A proof first, then the scan; both
- * AUT_EXACT_DEPTH tokens deep, more than the look-ahead's three: each step's pair test
+/* live_exact for entry i after l (dt: the run after its token): a proof first, then the scan;
+ * both AUT_EXACT_DEPTH tokens deep, more than the look-ahead's three: each step's pair test
  * imagines any text after the token (" " " " of " {1,5}" may be cut before a word), so a walk
  * may die further on where the pattern's text ends ("  " is one token at its end). */
 #define AUT_PROOF_BUDGET 256
@@ -1911,6 +1911,8 @@ static int exact_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32
     return live_exact(a, mm, l, i, dt, AUT_EXACT_DEPTH, &budget, 0);
 }
 
+/* exact_live for entry i of row (v: dstep() of its token) after l, where the row is short
+ * (AUT_LONG): masks and steps take its token only then. */
 static int short_live(const et_automaton *a, struct memo *mm, uint32_t row, uint32_t l,
                       uint32_t i, unsigned v)
 {
