@@ -1232,6 +1232,31 @@ def test_canonical_masks_after_a_split_character(name, corpora):  # type: ignore
     assert checked[True] >= 12 and checked[False] >= 12, checked
 
 
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_canonical_learned_masks_any_order(name):  # type: ignore[no-untyped-def]
+    """What an automaton learns across masks (the look-ahead of classes after any token, the
+    entries whose look-ahead holds after any token, the entries of long rows whose class may
+    lack it: csrc/automata cany, lany, rn) changes how a mask is made, never what it is: the
+    JSON pattern's states, asked by two automata in opposite orders (one that has learned much
+    where the other has learned little), have the same masks (the C core's bitsets, no bitset
+    cache)."""
+    enc = edgetok.get_encoding(name)
+    pattern = PATTERNS["json"]
+    first = enc.regex_automaton(pattern, canonical=True, mask_cache=0)
+    states = list(dict.fromkeys(canonical_states(enc, pattern, first, 300, 7)))
+    masks: "list[dict[int, bytes]]" = []
+    buf = bytearray((enc.n_vocab + 7) // 8)
+    for order in (states, states[::-1]):
+        a = first if not masks else enc.regex_automaton(pattern, canonical=True, mask_cache=0)
+        got = {}
+        for s in order:  # (a bitset alone, as a decoding loop asks: mask_whole)
+            a._native.allowed_into(s, buf)
+            got[s] = bytes(buf)
+        masks.append(got)
+    assert len(states) > 120
+    assert [s for s in states if masks[0][s] != masks[1][s]] == []
+
+
 def test_canonical_masks_from_threads():  # type: ignore[no-untyped-def]
     """Masks of one canonical automaton made by four threads at once (the kept look-aheads and
     verdicts are taken by one mask at a time; a mask that finds them all taken goes without)

@@ -74,9 +74,16 @@ struct et_automaton {
     uint64_t *rb;     /* the bitsets by token id of the rows of vk_row() entries or more,
                        * (n_vocab + 63) / 64 words each (plain masks copy them; canonical
                        * ones clear what they refuse) */
+    _Atomic uint64_t *rn; /* canonical, with rb: per entry, a bit: its class may not have its
+                           * look-ahead proven after any token (cany not 1, or no class): at
+                           * first all, cleared as masks find cany 1 (see mask_whole) */
+    _Atomic uint32_t *rn_n; /* per row: [2r] its entries left in rn (as last counted), [2r + 1]
+                             * its classes that cany proved since */
     _Atomic uint8_t *live; /* canonical: per (row, token) entry, what look-ahead proved */
     _Atomic uint32_t *wit; /* canonical: per entry, a next entry that proved it live (see
                             * entry_live): (offset in its row + 1) << 1 | valid pair; 0: none */
+    _Atomic uint64_t *lany; /* canonical: per entry, a bit: its look-ahead holds after any
+                             * token before it (entry_look, by a witness that reads no l) */
     _Atomic uint32_t *xw;  /* canonical: per row, the entry (offset + 1; 0: none) that last
                             * proved a live_exact in it: a hint */
     const uint32_t *shape; /* canonical: 4 x n_vocab shape ids of the tokens (see shapes_of():
@@ -173,6 +180,7 @@ void et_automaton_free(et_automaton *a)
     free(a->accept);
     free(a->live);
     free(a->wit);
+    free((void *)a->lany);
     free(a->xw);
     free((void *)a->pairs);
     free(a->dtab);
@@ -207,6 +215,8 @@ void et_automaton_free(et_automaton *a)
     free(a->tinv);
     free(a->rb_at);
     free(a->rb);
+    free((void *)a->rn);
+    free((void *)a->rn_n);
     free(a);
 }
 
@@ -795,6 +805,17 @@ static int row_bits(et_automaton *a)
         for (uint32_t i = a->row[r]; i < a->row[r + 1u]; i++)
             b[a->tok[i] >> 6] |= (uint64_t)1 << (a->tok[i] & 63u);
     }
+    if (a->flags & ET_AUT_CANONICAL) {
+        const size_t nw = a->row[a->n_rows] / 64u + 2u; /* (ent_bits reads a word past) */
+        if (!(a->rn = malloc(nw * sizeof *a->rn))) return ET_E_NOMEM;
+        for (size_t q = 0; q < nw; q++) atomic_init(&a->rn[q], ~0ull);
+        if (!(a->rn_n = malloc(2u * (size_t)a->n_rows * sizeof *a->rn_n))) return ET_E_NOMEM;
+        for (uint32_t r = 0; r < a->n_rows; r++) {
+            atomic_init(&a->rn_n[2u * r], a->row[r + 1u] - a->row[r]);
+            atomic_init(&a->rn_n[2u * r + 1u], 0u);
+        }
+        a->bytes += nw * sizeof *a->rn + 2u * (size_t)a->n_rows * sizeof *a->rn_n;
+    }
     return ET_OK;
 }
 
@@ -981,14 +1002,17 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
     if (flags & ET_AUT_CANONICAL) {
         if (!(a->live = malloc(used ? used : 1u)) ||
             !(a->wit = malloc((used ? used : 1u) * sizeof *a->wit)) ||
+            !(a->lany = malloc((used / 64u + 1u) * sizeof *a->lany)) ||
             !(a->xw = malloc((rows ? rows : 1u) * sizeof *a->xw)))
             goto done;
         for (size_t i = 0; i < used; i++) {
             atomic_init(&a->live[i], 0);
             atomic_init(&a->wit[i], 0);
         }
+        for (size_t q = 0; q < used / 64u + 1u; q++) atomic_init(&a->lany[q], 0);
         for (size_t r = 0; r < rows; r++) atomic_init(&a->xw[r], 0);
-        a->bytes += used * (1u + sizeof *a->wit) + (size_t)rows * sizeof *a->xw;
+        a->bytes += used * (1u + sizeof *a->wit) + (used / 64u + 1u) * sizeof *a->lany +
+                    (size_t)rows * sizeof *a->xw;
         if (!(a->count = malloc(2u * sizeof *a->count))) goto done;
         atomic_init(&a->count[0], 0u);
         atomic_init(&a->count[1], 0u);
@@ -2061,7 +2085,7 @@ static int any_witness(const et_automaton *a, uint32_t t, uint32_t j, uint32_t d
 
 /* Whether entry i of a long row (token t; dt: the run after t, whatever the run before: t has
  * no digit where runs are carried) is live after any token: live(AUT_ANY, i) by a witness j
- * (its own, or for an ASCII t the space or newline token) whose token u is live at AUT_LOOK - 1
+ * (its own, or the space or newline token) whose token u is live at AUT_LOOK - 1
  * and may follow t across a cut that falls whatever the token before t (any_witness: the digit
  * run cuts, or cut_always). Then so is every entry of its class, as
  * look_by_cut proves it for one l. */
@@ -2075,9 +2099,9 @@ static int look_any(const et_automaton *a, struct memo *mm, uint32_t i, uint32_t
                    j = a->row[r] + (w >> 1) - 1u;
     if (w && j < a->row[r + 1u] && any_witness(a, t, j, dt)) return 1;
     /* another witness: where its own (the first live entry of the next row, most often a mark)
-     * joins t in one piece, a space or a newline after an ASCII t is cut from it (a space
-     * before a mark, a newline before anything: the patterns' runs of marks stop at \s) */
-    if (!ascii_tok(a->m, t)) return 0;
+     * joins t in one piece, a space or a newline after t is cut from it (a space before a
+     * mark, a newline before anything: the patterns' runs of marks stop at \s; the probes of
+     * cut_always tell) */
     static const uint8_t other[] = {' ', '\n'};
     for (unsigned q = 0; q < sizeof other; q++) {
         const uint32_t c = et_trie_next(a->m, 0, other[q]);
@@ -2095,6 +2119,13 @@ static int look_any(const et_automaton *a, struct memo *mm, uint32_t i, uint32_t
 
 static int entry_look(const et_automaton *a, struct memo *mm, const struct pctx *x, uint32_t i,
                       uint32_t dt);
+
+/* Whether entry_look has proven entry i live by a witness that reads no l, no digit run: then
+ * it is live after any token (a->lany). */
+static inline int look_anyl(const et_automaton *a, uint32_t i)
+{
+    return (int)(atomic_load_explicit(&a->lany[i >> 6], memory_order_relaxed) >> (i & 63u) & 1u);
+}
 
 /* Whether entry i of state c's row may be taken in a canonical automaton: t may follow the
  * state's last two tokens, and the look-ahead (entry_look). valid: as pair_ok_c's; tv: dstep()
@@ -2135,6 +2166,12 @@ static int entry_look(const et_automaton *a, struct memo *mm, const struct pctx 
                       uint32_t dt)
 {
     const uint32_t t = a->tok[i], r = a->nxt[i];
+    if (look_anyl(a, i)) {
+#ifdef AUT_CHECK_PAIRS
+        if (entry_live(a, mm, x->l, i, AUT_LOOK, dt) < 0) abort(); /* (a fact for every l) */
+#endif
+        return 1;
+    }
     const unsigned m = atomic_load_explicit(&a->live[i], memory_order_relaxed);
     if ((m & 15u) < AUT_LOOK && entry_live(a, mm, AUT_ANY, i, AUT_LOOK, 0u) < 0) return 0;
     /* live(l, i): most often the witness of live(AUT_ANY, i) with its probe remembered */
@@ -2147,8 +2184,15 @@ static int entry_look(const et_automaton *a, struct memo *mm, const struct pctx 
             const unsigned uv = dstep(a, dt, u);
             if (!uv || (uv >> 4 == DM_JOIN && !(w & 1u))) goto scan;
             if (uv >> 4 != DM_PROBE) return 1;
-            if (!(a->head[u] & ~AUT_HEAD_FLAGS))
-                return !splits_char(a->m, t, u) || ((w & 1u) && split_whole(a, t, u));
+            if (!(a->head[u] & ~AUT_HEAD_FLAGS)) {
+                const int ok = !splits_char(a->m, t, u) || ((w & 1u) && split_whole(a, t, u));
+                /* (u begins inside a character: uv is the same whatever the run, and what
+                 * decides reads t and u alone) */
+                if (ok && (a->dig[u] & DG_OPEN))
+                    atomic_fetch_or_explicit(&a->lany[i >> 6], (uint64_t)1 << (i & 63u),
+                                             memory_order_relaxed);
+                return ok;
+            }
             const uint32_t sl = a->shape[(size_t)4u * t + x->lk_free],
                            st = a->shape[(size_t)4u * u + 2u + !apos_before(a, t, x->l)];
             if ((sl | st) < AUT_SHAPE_MAX) {
@@ -2499,6 +2543,8 @@ ET_ALWAYS_INLINE static inline unsigned mask_entry(const et_automaton *a, const 
                     ? 1u
                     : 2u;
             atomic_store_explicit(ca, (uint8_t)c, memory_order_relaxed);
+            if (c == 1u && a->rn_n) /* (mask_whole: rn may be cleared of them) */
+                atomic_fetch_add_explicit(&a->rn_n[2u * r.row + 1u], 1u, memory_order_relaxed);
         }
         if (c == 1u) {
 #ifdef AUT_CHECK_PAIRS
@@ -2595,10 +2641,11 @@ ET_NOINLINE static int whole_entry(const et_automaton *a, const struct mrun r, u
     const unsigned pass = e & 1u, look = e >> 4 & 1u;
     unsigned slow = (e >> 6 & 1u) | (unsigned)et_odd(a->odd, t);
     if (!slow && pass && !look) { /* the look-ahead kept, where the key has it */
-        if (r.lslot < 0) slow = 1;
-        else if (live[o >> 6] >> (o & 63u) & 1u) return 1;
-        else if (live[a->lk_half + (o >> 6)] >> (o & 63u) & 1u) return 0;
-        else slow = 1;
+        if (r.lslot >= 0 && live[o >> 6] >> (o & 63u) & 1u) return 1;
+        if (r.lslot >= 0 && live[a->lk_half + (o >> 6)] >> (o & 63u) & 1u) return 0;
+        /* (or proven after any token: mask_entry's entry_look answers so) */
+        if (!a->accept[a->nxt[i]] && look_anyl(a, i)) return 1;
+        slow = 1;
     }
     if (!slow) return (int)(pass & look);
     const unsigned got = mask_entry(a, r, i, t, k);
@@ -2606,19 +2653,50 @@ ET_NOINLINE static int whole_entry(const et_automaton *a, const struct mrun r, u
     return (got & ME_TAKE) != 0;
 }
 
+/* Bits [i, i + n) of bitset v (n <= 64), bit i at bit 0 (v holds a word past i + n). */
+static inline uint64_t ent_bits(_Atomic uint64_t *v, uint32_t i, uint32_t n)
+{
+    const unsigned s = i & 63u;
+    uint64_t x = atomic_load_explicit(&v[i >> 6], memory_order_relaxed) >> s;
+    if (s) x |= atomic_load_explicit(&v[(i >> 6) + 1u], memory_order_relaxed) << (64u - s);
+    return n < 64u ? x & (((uint64_t)1 << n) - 1u) : x;
+}
+
+/* Clears bits i + j of bitset v, j the bits of x. */
+static inline void ent_clear(_Atomic uint64_t *v, uint32_t i, uint64_t x)
+{
+    const unsigned s = i & 63u;
+    atomic_fetch_and_explicit(&v[i >> 6], ~(x << s), memory_order_relaxed);
+    if (s && x >> (64u - s))
+        atomic_fetch_and_explicit(&v[(i >> 6) + 1u], ~(x >> (64u - s)), memory_order_relaxed);
+}
+
 /* mask_long's mask of a row with a bitset (row_bits) into bits, by 64 token ids at a time: the
  * tokens of the word go in, but those mask_long would refuse. It asks whole_entry of the
  * tokens that are no valid pair after l (tinv) or odd, and of those whose class does not take
  * a valid pair outright; most of a long row's entries are neither. Bit for bit mask_long's. */
 static int mask_whole(const et_automaton *a, const struct mrun r, uint8_t *cc,
-                      const uint64_t *live, uint8_t *bits, size_t *n)
+                      const uint64_t *live, int lean, uint8_t *bits, size_t *n)
 {
     const size_t words = ((size_t)a->n_vocab + 63u) / 64u, nbytes = ((size_t)a->n_vocab + 7u) / 8u;
     const uint64_t *const rb = a->rb + (size_t)(a->rb_at[r.row] - 1u) * words, *const odd = a->odd,
                    *const tinv = r.tinv;
+    _Atomic uint64_t *const rn = a->rn;
+    const _Atomic uint8_t *const ca = a->cany + a->cgrp_at[r.row];
     const uint32_t *const tok = a->tok;
     const uint16_t *const cls = a->cls;
     uint32_t i0 = a->row[r.row];
+    if (lean) { /* where rn holds a quarter of the row or less, or cany proved 32 classes
+                 * since it was counted (a pass clears them; [a-z ]{0,40}'s classes take
+                 * MC_LOOK from the keys' look-aheads, ask no cany and keep their rn: a pass
+                 * over all of it costs more than the loop of every entry) */
+        const uint32_t n_row = a->row[r.row + 1u] - i0,
+                       left = atomic_load_explicit(&a->rn_n[2u * r.row], memory_order_relaxed);
+        lean = left <= n_row / 4u ||
+               atomic_load_explicit(&a->rn_n[2u * r.row + 1u], memory_order_relaxed) >= 32u;
+        if (lean) atomic_store_explicit(&a->rn_n[2u * r.row + 1u], 0u, memory_order_relaxed);
+    }
+    uint32_t left = 0; /* (lean: rn's entries of the row after this mask) */
     for (size_t q = 0; q < words; q++) {
         const uint64_t R = rb[q];
         if (!R) continue; /* (bits: cleared by et_automaton_allowed) */
@@ -2637,11 +2715,27 @@ static int mask_whole(const et_automaton *a, const struct mrun r, uint8_t *cc,
             }
         }
         const uint32_t nj = (uint32_t)et_popcount64(R);
-        for (uint32_t j = 0; j < nj; j++) {
-            const unsigned c = cc[cls[i0 + j]];
-            if ((c & 0x51u) == 0x11u || (done >> j & 1u)) continue; /* (a valid pair taken) */
-            if (!(c & 0x41u) || !whole_entry(a, r, cc, live, i0 + j, tok[i0 + j], c))
-                out |= (uint64_t)1 << (tok[i0 + j] & 63u); /* (no pass, none to ask: refused) */
+        if (lean) { /* only the entries whose class may lack MC_LOOK (rn) */
+            uint64_t proven = 0; /* (by entry, as done) */
+            const uint64_t in_rn = ent_bits(rn, i0, nj);
+            for (uint64_t x = in_rn & ~done; x; x &= x - 1u) {
+                const uint32_t j = (uint32_t)et_ctz64(x), k = cls[i0 + j];
+                const unsigned c = cc[k];
+                if (k < AUT_CLS && atomic_load_explicit(&ca[k], memory_order_relaxed) == 1u)
+                    proven |= (uint64_t)1 << j;
+                if ((c & 0x51u) == 0x11u) continue;
+                if (!(c & 0x41u) || !whole_entry(a, r, cc, live, i0 + j, tok[i0 + j], c))
+                    out |= (uint64_t)1 << (tok[i0 + j] & 63u);
+            }
+            if (proven) ent_clear(rn, i0, proven);
+            left += (uint32_t)et_popcount64(in_rn & ~proven);
+        } else {
+            for (uint32_t j = 0; j < nj; j++) {
+                const unsigned c = cc[cls[i0 + j]];
+                if ((c & 0x51u) == 0x11u || (done >> j & 1u)) continue; /* (a valid pair taken) */
+                if (!(c & 0x41u) || !whole_entry(a, r, cc, live, i0 + j, tok[i0 + j], c))
+                    out |= (uint64_t)1 << (tok[i0 + j] & 63u); /* (no pass, none to ask) */
+            }
         }
 #ifdef AUT_CHECK_PAIRS
         /* each bit is mask_entry's */
@@ -2653,6 +2747,7 @@ static int mask_whole(const et_automaton *a, const struct mrun r, uint8_t *cc,
         store_word(bits, nbytes, q, R & ~out);
         i0 += nj;
     }
+    if (lean) atomic_store_explicit(&a->rn_n[2u * r.row], left, memory_order_relaxed);
     *n = count_bits(bits, nbytes);
     return ET_OK;
 }
@@ -2676,10 +2771,14 @@ static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *codes,
     for (uint32_t g = 0; g < a->grep_at[r.row + 1u] - a->grep_at[r.row]; g++)
         cc[g] = (uint8_t)entry_cs(a, r, rep[g], a->tok[rep[g]], 0);
     const _Atomic uint8_t *const ca = a->cany + a->cgrp_at[r.row]; /* (look_any's) */
-    for (uint32_t k = 0; k < n_cls; k++)
-        cst[k] = (uint8_t)(cc[cg[k]] | (cst[k] & MC_LOOK) |
-                           (atomic_load_explicit(&ca[k], memory_order_relaxed) == 1u ? MC_LOOK
-                                                                                   : 0u));
+    int lean = a->rn != NULL; /* (mask_whole: every class proven after any token decides PASS,
+                               * VALID or VALIDC) */
+    for (uint32_t k = 0; k < n_cls; k++) {
+        const int any = atomic_load_explicit(&ca[k], memory_order_relaxed) == 1u;
+        const unsigned d = cc[cg[k]] & 7u;
+        if (any && d != MC_PASS && d != MC_VALID && d != MC_VALIDC) lean = 0;
+        cst[k] = (uint8_t)(cc[cg[k]] | (cst[k] & MC_LOOK) | (any ? MC_LOOK : 0u));
+    }
     for (uint32_t k = 0; k < n_cls; k++) cc[k] = MC_CODE[cst[k] & 15u];
     cc[AUT_CLS] = 0xC0u;
     const uint32_t *const tok = a->tok, *const pos = r.pi->pos;
@@ -2690,7 +2789,7 @@ static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *codes,
     /* a row with a bitset (row_bits): it goes in whole, and what the mask refuses goes out
      * (most of such a row is taken) */
     const int whole = bits && a->rb_at && a->rb_at[r.row];
-    if (whole && tinv && !ids && !codes) return mask_whole(a, r, cc, live, bits, n);
+    if (whole && tinv && !ids && !codes) return mask_whole(a, r, cc, live, lean, bits, n);
     if (whole) {
         const size_t words = ((size_t)a->n_vocab + 63u) / 64u,
                      nbytes = ((size_t)a->n_vocab + 7u) / 8u;
