@@ -2691,8 +2691,8 @@ static int mask_whole(const et_automaton *a, const struct mrun r, uint8_t *cc,
                  * MC_LOOK from the keys' look-aheads, ask no cany and keep their rn: a pass
                  * over all of it costs more than the loop of every entry) */
         const uint32_t n_row = a->row[r.row + 1u] - i0,
-                       left = atomic_load_explicit(&a->rn_n[2u * r.row], memory_order_relaxed);
-        lean = left <= n_row / 4u ||
+                       counted = atomic_load_explicit(&a->rn_n[2u * r.row], memory_order_relaxed);
+        lean = counted <= n_row / 4u ||
                atomic_load_explicit(&a->rn_n[2u * r.row + 1u], memory_order_relaxed) >= 32u;
         if (lean) atomic_store_explicit(&a->rn_n[2u * r.row + 1u], 0u, memory_order_relaxed);
     }
