@@ -1190,6 +1190,44 @@ def test_canonical_long_row_masks_agree_with_next(name, corpora):  # type: ignor
 
 
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_canonical_digit_rows_agree_with_next(name):  # type: ignore[no-untyped-def]
+    """Rows of digits (integers, floats, a JSON number) after each token of numbers' canonical
+    encodings: where every class of the row passes with its look-ahead proven (after a group of
+    three digits) the mask is the row at once, with no pair test (csrc/automata mask_long);
+    elsewhere the pair set decides. Either way the mask, as a bitset and as ids, is what next()
+    (which asks neither) allows, token by token: every token of digits (the rows' own) and
+    a sample of the others."""
+    ref = reference.tiktoken_encoding(name)
+    rng = random.Random(7)
+    digits = [u for u in range(ref.n_vocab - 300) if ref.decode_single_token_bytes(u).isdigit()]
+    numbers = ["-" + str(rng.randrange(10 ** 9)) for _ in range(3)] + [
+        f"{rng.randrange(10 ** 7)}.{rng.randrange(10 ** 5)}e-{rng.randrange(100)}" for _ in range(2)]
+    checked = 0
+    for pattern, texts in ((PATTERNS["integer"], numbers[:3]), (PATTERNS["float"], numbers),
+                           (r'\{"age": [0-9]{1,9}\}', ['{"age": ' + n.lstrip("-")[:9] + "}"
+                                                        for n in numbers[:3]])):
+        a = automaton(name, pattern, True)
+        for text in texts:
+            if not regex.fullmatch(pattern, text):
+                continue
+            s, ids = a.start, ref.encode_ordinary(text)
+            for k, t in enumerate(ids + [None]):  # (and the state at the end: inside a group)
+                buf = bytearray((ref.n_vocab + 7) // 8)
+                n = a._native.allowed_into(s, buf)
+                bits = {k for k in range(ref.n_vocab) if buf[k >> 3] >> (k & 7) & 1}
+                assert bits == set(a._native.allowed_ids(s)) and n == len(bits), (pattern, text)
+                ask = set(digits) | bits | set(rng.sample(range(ref.n_vocab - 300), 2000))
+                assert bits & ask == {u for u in ask if a.next(s, u) >= 0}, (pattern, text, k)
+                checked += 1
+                if t is None:
+                    break
+                assert t in bits, (pattern, text, t)
+                s = a.next(s, t)
+            assert a.is_accepting(s), (pattern, text)
+    assert checked > 20
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 def test_canonical_masks_after_a_split_character(name, corpora):  # type: ignore[no-untyped-def]
     """Where the last token l ends inside a character (a lead byte and fewer continuation bytes
     than it asks for: cl100k and o200k spell many CJK characters in byte tokens), the tokens

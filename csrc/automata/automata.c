@@ -2417,6 +2417,14 @@ static inline void store_word(uint8_t *bits, size_t nb, size_t w, uint64_t x)
     for (size_t b = w * 8u; b < nb && b < w * 8u + 8u; b++, x >>= 8) bits[b] = (uint8_t)x;
 }
 
+/* Row row's bitset (row_bits) into bits (nb bytes in all: store_word's). */
+static void row_copy(const et_automaton *a, uint32_t row, uint8_t *bits, size_t nb)
+{
+    const size_t words = ((size_t)a->n_vocab + 63u) / 64u;
+    const uint64_t *const b = a->rb + (size_t)(a->rb_at[row] - 1u) * words;
+    for (size_t q = 0; q < words; q++) store_word(bits, nb, q, b[q]);
+}
+
 /* A mask of a plain automaton: row's tokens (as et_automaton_allowed's; bits of nb bytes,
  * cleared unless the row has a bitset: row_bits). (A function of its own: the loop keeps its
  * registers.) */
@@ -2427,8 +2435,7 @@ ET_NOINLINE static int mask_plain(const et_automaton *a, uint32_t row, uint32_t 
     if (a->rb_at && a->rb_at[row]) { /* a long row: its bitset, and its ids as they are */
         if (bits) {
             const size_t words = ((size_t)a->n_vocab + 63u) / 64u;
-            const uint64_t *const b = a->rb + (size_t)(a->rb_at[row] - 1u) * words;
-            for (size_t q = 0; q < words; q++) store_word(bits, nb, q, b[q]);
+            row_copy(a, row, bits, nb);
             if (nb > words * 8u) memset(bits + words * 8u, 0, nb - words * 8u);
         }
         if (ids) {
@@ -2457,6 +2464,7 @@ struct mrun {
     const uint64_t *after_l;
     const struct pinv *pi;
     const uint64_t *tinv; /* mask_long: pi's tokens by id (et_pairset_by_token), or NULL */
+    uint64_t *tinv_at;    /* mask_long: where it makes tinv (a scratch bitset), or NULL */
     uint32_t row;
     int lslot;
     int any; /* look_any may be asked (the automaton has made AUT_ANY_AFTER long masks) */
@@ -2635,21 +2643,30 @@ static const uint8_t MC_CODE[16] = {0xC0, 0x03, 0x00, 0x01, 0xC0, 0x81, 0xC0, 0x
  * set's bit), the look-aheads kept for the key in live (and dead lk_half words on, where
  * lslot >= 0): whether it is taken. */
 ET_NOINLINE static int whole_entry(const et_automaton *a, const struct mrun r, uint8_t *cc,
-                                   const uint64_t *live, uint32_t i, uint32_t t, unsigned e)
+                                   const uint64_t *live, uint32_t i, uint32_t t, unsigned e,
+                                   uint8_t *codes)
 {
     const uint32_t o = i - a->row[r.row], k = a->cls[i];
     const unsigned pass = e & 1u, look = e >> 4 & 1u;
     unsigned slow = (e >> 6 & 1u) | (unsigned)et_odd(a->odd, t);
     if (!slow && pass && !look) { /* the look-ahead kept, where the key has it */
-        if (r.lslot >= 0 && live[o >> 6] >> (o & 63u) & 1u) return 1;
-        if (r.lslot >= 0 && live[a->lk_half + (o >> 6)] >> (o & 63u) & 1u) return 0;
+        int got = -1;
+        if (r.lslot >= 0 && live[o >> 6] >> (o & 63u) & 1u) got = 1;
+        else if (r.lslot >= 0 && live[a->lk_half + (o >> 6)] >> (o & 63u) & 1u) got = 0;
         /* (or proven after any token: mask_entry's entry_look answers so) */
-        if (!a->accept[a->nxt[i]] && look_anyl(a, i)) return 1;
+        else if (!a->accept[a->nxt[i]] && look_anyl(a, i)) got = 1;
+        if (got >= 0) {
+            if (codes) codes[o] = (uint8_t)(got + 1); /* (live + 1, as mask_long notes) */
+            return got;
+        }
         slow = 1;
     }
     if (!slow) return (int)(pass & look);
     const unsigned got = mask_entry(a, r, i, t, k);
     if (k < AUT_CLS) cc[k] = MC_CODE[r.cst[k] & 15u]; /* (what it learned) */
+    if (codes)
+        codes[o] = (uint8_t)((unsigned)(me_live(got) + 1) |
+                             (k < AUT_CLS ? 0u : entry_cs(a, r, i, t, 1) << 2));
     return (got & ME_TAKE) != 0;
 }
 
@@ -2674,9 +2691,13 @@ static inline void ent_clear(_Atomic uint64_t *v, uint32_t i, uint64_t x)
 /* mask_long's mask of a row with a bitset (row_bits) into bits, by 64 token ids at a time: the
  * tokens of the word go in, but those mask_long would refuse. It asks whole_entry of the
  * tokens that are no valid pair after l (tinv) or odd, and of those whose class does not take
- * a valid pair outright; most of a long row's entries are neither. Bit for bit mask_long's. */
-static int mask_whole(const et_automaton *a, const struct mrun r, uint8_t *cc,
-                      const uint64_t *live, int lean, uint8_t *bits, size_t *n)
+ * a valid pair outright; most of a long row's entries are neither. Bit for bit mask_long's,
+ * and where codes is not NULL (the verdicts' stage 1) it notes what mask_long's blocks note.
+ * (hw: the CPU has POPCNT, asked at run time: see mask_whole) */
+#define MW_POPCOUNT(x) (hw ? (unsigned)__builtin_popcountll(x) : et_popcount64(x))
+ET_ALWAYS_INLINE static inline int mask_whole_in(const et_automaton *a, const struct mrun r,
+                                                 uint8_t *cc, const uint64_t *live, int lean,
+                                                 uint8_t *codes, uint8_t *bits, size_t *n, int hw)
 {
     const size_t words = ((size_t)a->n_vocab + 63u) / 64u, nbytes = ((size_t)a->n_vocab + 7u) / 8u;
     const uint64_t *const rb = a->rb + (size_t)(a->rb_at[r.row] - 1u) * words, *const odd = a->odd,
@@ -2686,6 +2707,10 @@ static int mask_whole(const et_automaton *a, const struct mrun r, uint8_t *cc,
     const uint32_t *const tok = a->tok;
     const uint16_t *const cls = a->cls;
     uint32_t i0 = a->row[r.row];
+    /* codes: 0 (live not known) where no entry is asked, whole_entry notes the rest. (Where
+     * mask_long's blocks note 2, the class's MC_LOOK: vk_code reads the classes' decisions at
+     * the mask's end, which keep it, and answers alike.) */
+    if (codes) memset(codes, 0, a->row[r.row + 1u] - i0);
     if (lean) { /* where rn holds a quarter of the row or less, or cany proved 32 classes
                  * since it was counted (a pass clears them; [a-z ]{0,40}'s classes take
                  * MC_LOOK from the keys' look-aheads, ask no cany and keep their rn: a pass
@@ -2697,24 +2722,25 @@ static int mask_whole(const et_automaton *a, const struct mrun r, uint8_t *cc,
         if (lean) atomic_store_explicit(&a->rn_n[2u * r.row + 1u], 0u, memory_order_relaxed);
     }
     uint32_t left = 0; /* (lean: rn's entries of the row after this mask) */
+    size_t taken = 0;  /* (the mask's tokens: its words' bits) */
     for (size_t q = 0; q < words; q++) {
         const uint64_t R = rb[q];
         if (!R) continue; /* (bits: cleared by et_automaton_allowed) */
         uint64_t out = 0, done = 0; /* (done: by the word's entries, j-th at bit j) */
         const uint64_t inv = tinv[q];
         const uint64_t od = odd ? odd[q] : 0u;
+        const uint32_t nj = (uint32_t)MW_POPCOUNT(R);
         for (uint64_t x = (inv | od) & R; x; x &= x - 1u) {
             const uint64_t b = x & (0 - x);
-            const uint32_t j = (uint32_t)et_popcount64(R & (b - 1u)), i = i0 + j;
+            const uint32_t j = (uint32_t)MW_POPCOUNT(R & (b - 1u)), i = i0 + j;
             const unsigned c = cc[cls[i]], e = inv & b ? c >> 1 : c;
             done |= (uint64_t)1 << j;
             if (!(e & 0x40u) && !(od & b) && (!(e & 1u) || (e & 0x10u))) { /* (none to ask) */
                 if (!(e & 1u)) out |= b;
-            } else if (!whole_entry(a, r, cc, live, i, tok[i], e)) {
+            } else if (!whole_entry(a, r, cc, live, i, tok[i], e, codes)) {
                 out |= b;
             }
         }
-        const uint32_t nj = (uint32_t)et_popcount64(R);
         if (lean) { /* only the entries whose class may lack MC_LOOK (rn) */
             uint64_t proven = 0; /* (by entry, as done) */
             const uint64_t in_rn = ent_bits(rn, i0, nj);
@@ -2724,16 +2750,16 @@ static int mask_whole(const et_automaton *a, const struct mrun r, uint8_t *cc,
                 if (k < AUT_CLS && atomic_load_explicit(&ca[k], memory_order_relaxed) == 1u)
                     proven |= (uint64_t)1 << j;
                 if ((c & 0x51u) == 0x11u) continue;
-                if (!(c & 0x41u) || !whole_entry(a, r, cc, live, i0 + j, tok[i0 + j], c))
+                if (!(c & 0x41u) || !whole_entry(a, r, cc, live, i0 + j, tok[i0 + j], c, codes))
                     out |= (uint64_t)1 << (tok[i0 + j] & 63u);
             }
             if (proven) ent_clear(rn, i0, proven);
-            left += (uint32_t)et_popcount64(in_rn & ~proven);
+            left += (uint32_t)MW_POPCOUNT(in_rn & ~proven);
         } else {
             for (uint32_t j = 0; j < nj; j++) {
                 const unsigned c = cc[cls[i0 + j]];
                 if ((c & 0x51u) == 0x11u || (done >> j & 1u)) continue; /* (a valid pair taken) */
-                if (!(c & 0x41u) || !whole_entry(a, r, cc, live, i0 + j, tok[i0 + j], c))
+                if (!(c & 0x41u) || !whole_entry(a, r, cc, live, i0 + j, tok[i0 + j], c, codes))
                     out |= (uint64_t)1 << (tok[i0 + j] & 63u); /* (no pass, none to ask) */
             }
         }
@@ -2745,22 +2771,52 @@ static int mask_whole(const et_automaton *a, const struct mrun r, uint8_t *cc,
                 abort();
 #endif
         store_word(bits, nbytes, q, R & ~out);
+        taken += (size_t)MW_POPCOUNT(R & ~out);
         i0 += nj;
     }
     if (lean) atomic_store_explicit(&a->rn_n[2u * r.row], left, memory_order_relaxed);
-    *n = count_bits(bits, nbytes);
+    *n = taken;
     return ET_OK;
 }
+#undef MW_POPCOUNT
 
-/* A canonical mask of a long row with the pair set for l made, into bits (and ids, as mask_put's,
- * going on past cap: ET_E_FULL), noting in codes what mask_row notes unless codes is NULL (the
- * verdicts' stage 1: see vk_code). Every group of classes is decided first (entry_cs of its
- * first entry; "valid pair, else whether a cut may fall" left so: the probes are asked only of
- * a class with a token that is no valid pair after l), then the entries go by blocks of 64:
- * where its class's decision, the pair set's bit and the look-ahead kept for the key (lslot)
- * answer an entry, a word of the block does; mask_entry answers the others (classes that ask
- * entry by entry, odd tokens, look-aheads not known). Bit for bit mask_row's. */
-static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *codes, uint8_t *bits,
+#ifdef AUT_POPCNT_ASKED
+__attribute__((target("popcnt"))) static int mask_whole_hw(const et_automaton *a,
+                                                           const struct mrun r, uint8_t *cc,
+                                                           const uint64_t *live, int lean,
+                                                           uint8_t *codes, uint8_t *bits,
+                                                           size_t *n)
+{
+    return mask_whole_in(a, r, cc, live, lean, codes, bits, n, 1);
+}
+#endif
+
+/* mask_whole_in, with POPCNT where the CPU has it and the build may not assume it (~12
+ * instructions a count without: one an entry that is no valid pair after l, two a word; new
+ * states of the e-mail pattern took 11-12% more instructions on cl100k and o200k, JSON's 2-3%,
+ * [a-z ]{0,40}'s 8-10%). */
+static int mask_whole(const et_automaton *a, const struct mrun r, uint8_t *cc,
+                      const uint64_t *live, int lean, uint8_t *codes, uint8_t *bits, size_t *n)
+{
+#ifdef AUT_POPCNT_ASKED
+    if (__builtin_cpu_supports("popcnt"))
+        return mask_whole_hw(a, r, cc, live, lean, codes, bits, n);
+#endif
+    return mask_whole_in(a, r, cc, live, lean, codes, bits, n, 0);
+}
+
+#define AUT_NO_PAIRS (-1) /* mask_long: the pair set for l could not be made (mask_row's) */
+/* A canonical mask of a long row, into bits (and ids, as mask_put's, going on past cap:
+ * ET_E_FULL), noting in codes what mask_row notes unless codes is NULL (the verdicts' stage 1:
+ * see vk_code). Every group of classes is decided first (entry_cs of its first entry; "valid
+ * pair, else whether a cut may fall" left so: the probes are asked only of a class with a token
+ * that is no valid pair after l). Where every class passes with its look-ahead proven, the row
+ * is the mask. Else the pair set for l is made (AUT_NO_PAIRS where it cannot be: mask_row's
+ * then, cst as at first), and by token id where tinv_at is, then the entries go by blocks of
+ * 64: where its class's decision, the pair set's bit and the look-ahead kept for the key
+ * (lslot) answer an entry, a word of the block does; mask_entry answers the others (classes
+ * that ask entry by entry, odd tokens, look-aheads not known). Bit for bit mask_row's. */
+static int mask_long(const et_automaton *a, struct mrun r, uint8_t *codes, uint8_t *bits,
                      uint32_t *ids, size_t cap, size_t *n)
 {
     uint8_t *const cst = r.cst;
@@ -2779,23 +2835,46 @@ static int mask_long(const et_automaton *a, const struct mrun r, uint8_t *codes,
         if (any && d != MC_PASS && d != MC_VALID && d != MC_VALIDC) lean = 0;
         cst[k] = (uint8_t)(cc[cg[k]] | (cst[k] & MC_LOOK) | (any ? MC_LOOK : 0u));
     }
-    for (uint32_t k = 0; k < n_cls; k++) cc[k] = MC_CODE[cst[k] & 15u];
+    /* every class passes, its look-ahead proven (a row of digits after a group of three): the
+     * row, every entry, with no pair test (odd tokens too: mask_entry takes them at once) */
+    unsigned all = n_cls < AUT_CLS; /* (else entries with no class: AUT_CLS, asked one by one) */
+    for (uint32_t k = 0; k < n_cls; k++) {
+        cc[k] = MC_CODE[cst[k] & 15u];
+        all &= cst[k] == (MC_PASS | MC_LOOK);
+    }
     cc[AUT_CLS] = 0xC0u;
-    const uint32_t *const tok = a->tok, *const pos = r.pi->pos;
-    const uint16_t *const cls = a->cls;
-    const uint64_t *const inv = r.pi->bits, *const odd = a->odd, *const tinv = r.tinv;
-    static const uint64_t none[1] = {0};
-    const uint64_t *const live = r.lslot >= 0 ? a->lk + (size_t)r.lslot * a->lk_words : none;
     /* a row with a bitset (row_bits): it goes in whole, and what the mask refuses goes out
      * (most of such a row is taken) */
     const int whole = bits && a->rb_at && a->rb_at[r.row];
-    if (whole && tinv && !ids && !codes) return mask_whole(a, r, cc, live, lean, bits, n);
-    if (whole) {
-        const size_t words = ((size_t)a->n_vocab + 63u) / 64u,
-                     nbytes = ((size_t)a->n_vocab + 7u) / 8u;
-        const uint64_t *const b = a->rb + (size_t)(a->rb_at[r.row] - 1u) * words;
-        for (size_t q = 0; q < words; q++) store_word(bits, nbytes, q, b[q]);
+    if (all) {
+#ifdef AUT_CHECK_PAIRS
+        for (uint32_t i = beg; i < end; i++)
+            if (!(mask_entry(a, r, i, a->tok[i], a->cls[i]) & ME_TAKE)) abort();
+#endif
+        const uint32_t *const t = a->tok + beg;
+        if (whole) row_copy(a, r.row, bits, ((size_t)a->n_vocab + 7u) / 8u);
+        if (codes) memset(codes, 2, end - beg); /* (live + 1: proven, as the blocks note) */
+        if (ids) memcpy(ids, t, (end - beg < cap ? end - beg : cap) * sizeof *ids);
+        if (bits && !whole)
+            for (uint32_t j = 0; j < end - beg; j++) bits[t[j] >> 3] |= (uint8_t)(1u << (t[j] & 7u));
+        *n = end - beg;
+        return ids && end - beg > cap ? ET_E_FULL : ET_OK;
     }
+    /* the pair set for l (and by token id: tinv), which that row does without */
+    struct pinv *const pi = r.x->pi;
+    if (!pi->made) pi->made = et_pairset_invalid(pi->ps, r.x->l, pi->bits) ? 1 : -1;
+    if (pi->made < 0) return AUT_NO_PAIRS;
+    if (r.tinv_at) {
+        et_pairset_by_token(pi->ps, r.x->l, r.tinv_at); /* (as pi's: made) */
+        r.tinv = r.tinv_at;
+    }
+    const uint32_t *const tok = a->tok, *const pos = pi->pos;
+    const uint16_t *const cls = a->cls;
+    const uint64_t *const inv = pi->bits, *const odd = a->odd, *const tinv = r.tinv;
+    static const uint64_t none[1] = {0};
+    const uint64_t *const live = r.lslot >= 0 ? a->lk + (size_t)r.lslot * a->lk_words : none;
+    if (whole && tinv && !ids) return mask_whole(a, r, cc, live, lean, codes, bits, n);
+    if (whole) row_copy(a, r.row, bits, ((size_t)a->n_vocab + 7u) / 8u);
     const uint64_t *const dead = r.lslot >= 0 ? live + a->lk_half : none;
     const size_t step = r.lslot >= 0; /* (none: one zero word for every block) */
     const uint64_t ones = 0x0101010101010101ull, gather = 0x0102040810204080ull;
@@ -2972,6 +3051,18 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     return mask_state(a, &c, 0, ids, cap, bits, nbytes, n); /* (strict_empty) */
 }
 
+/* A mask's classes' decisions at first (cst: see mask_state): none, but MC_LOOK for the classes
+ * whose look-ahead is kept for the key (lslot, or -1). */
+static void cst_init(const et_automaton *a, uint32_t row, int lslot, uint8_t *cst)
+{
+    memset(cst, 0, a->n_cls[row]);
+    cst[AUT_CLS] = 0;
+    if (lslot < 0) return;
+    const uint64_t *lkc = lk_cls(a, lslot);
+    for (uint32_t q = 0; q < ((uint32_t)a->n_cls[row] + 63u) / 64u; q++)
+        for (uint64_t b = lkc[q]; b; b &= b - 1u) cst[q * 64u + (uint32_t)et_ctz64(b)] = MC_LOOK;
+}
+
 /* et_automaton_allowed's canonical mask of state c0, strict or counting every text (short
  * rows: every text cut between l2 and l, pctx_from). */
 static int mask_state(const et_automaton *a, const struct cstate *c0, int strict, uint32_t *ids,
@@ -3036,20 +3127,14 @@ static int mask_state(const et_automaton *a, const struct cstate *c0, int strict
     size_t w = 0;
     uint8_t cst[AUT_CLS + 1u]; /* per class of the row (classes()): 0, or mask_class's | MC_LOOK;
                                 * [AUT_CLS] (no class): 0 */
-    memset(cst, 0, a->n_cls[c.row]);
-    cst[AUT_CLS] = 0;
     /* the look-aheads kept for (row, d, l's shape or none) (lk_take): the entries' (lk) and the
      * classes' (lkc, put in cst) */
     int lslot = -1;
-    if (a->lk && n_row >= AUT_LONG &&
-        (lslot = lk_take(a, (uint64_t)c.row << 32 | c.d,
-                         c.l == ET_NONE ? ~0ull : (uint64_t)a->shape[(size_t)4u * c.l] + 1u,
-                         n_row, a->n_cls[c.row])) >= 0) {
-        const uint64_t *lkc = lk_cls(a, lslot);
-        for (uint32_t q = 0; q < ((uint32_t)a->n_cls[c.row] + 63u) / 64u; q++)
-            for (uint64_t b = lkc[q]; b; b &= b - 1u)
-                cst[q * 64u + (uint32_t)et_ctz64(b)] = MC_LOOK;
-    }
+    if (a->lk && n_row >= AUT_LONG)
+        lslot = lk_take(a, (uint64_t)c.row << 32 | c.d,
+                        c.l == ET_NONE ? ~0ull : (uint64_t)a->shape[(size_t)4u * c.l] + 1u,
+                        n_row, a->n_cls[c.row]);
+    cst_init(a, c.row, lslot, cst);
     /* long rows with the pair set for l: the verdicts kept for the key (vk_code; vstage: 1 this
      * mask notes them, 2 it uses them), and the tokens that are no valid pair after l by token
      * id (tinv) */
@@ -3112,7 +3197,7 @@ static int mask_state(const et_automaton *a, const struct cstate *c0, int strict
         any = atomic_load_explicit(&a->count[1], memory_order_relaxed) + 1u > AUT_ANY_AFTER ||
               atomic_fetch_add_explicit(&a->count[1], 1u, memory_order_relaxed) + 1u >
                   AUT_ANY_AFTER;
-    struct mrun run = {&mm, &x, cst, drow, after_l, &pi, NULL, c.row, lslot, any};
+    struct mrun run = {&mm, &x, cst, drow, after_l, &pi, NULL, NULL, c.row, lslot, any};
     int rc = ET_OK;
     const uint32_t *const tok = a->tok, beg = a->row[c.row], end = a->row[c.row + 1u];
     const uint16_t *const cls = a->cls;
@@ -3152,19 +3237,18 @@ static int mask_state(const et_automaton *a, const struct cstate *c0, int strict
             }
         }
         if (!ids && bits) w = count_bits(bits, nb);
-    } else if (x.pi && n_row >= AUT_LONG &&
-               (pi.made ? pi.made
-                        : (pi.made = et_pairset_invalid(pi.ps, c.l, pi.bits) ? 1 : -1)) > 0) {
-        if (a->tinv && slot >= 0 && n_row >= vk_row(a->n_vocab)) { /* (few refused: cheap) */
-            uint64_t *const by_token = a->tinv + (size_t)slot * vw;
-            et_pairset_by_token(pi.ps, c.l, by_token); /* (as pi's: made above) */
-            run.tinv = by_token;
-        }
-        rc = mask_long(a, run, vstage ? codes : NULL, bits, ids, cap, &w);
     } else {
-        rc = vstage ? mask_row(a, run, beg, end, codes, bits, ids, cap, &w)
-             : ids  ? mask_row(a, run, beg, end, NULL, bits, ids, cap, &w)
-                    : mask_row(a, run, beg, end, NULL, bits, NULL, 0, &w); /* (bits only) */
+        rc = AUT_NO_PAIRS;
+        if (x.pi && n_row >= AUT_LONG) { /* (the pair set made there, where it needs one) */
+            if (a->tinv && slot >= 0 && n_row >= vk_row(a->n_vocab)) /* (few refused: cheap) */
+                run.tinv_at = a->tinv + (size_t)slot * vw;
+            rc = mask_long(a, run, vstage ? codes : NULL, bits, ids, cap, &w);
+            if (rc == AUT_NO_PAIRS) cst_init(a, c.row, lslot, cst); /* (its decisions undone) */
+        }
+        if (rc == AUT_NO_PAIRS)
+            rc = vstage ? mask_row(a, run, beg, end, codes, bits, ids, cap, &w)
+                 : ids  ? mask_row(a, run, beg, end, NULL, bits, ids, cap, &w)
+                        : mask_row(a, run, beg, end, NULL, bits, NULL, 0, &w); /* (bits only) */
     }
     if (vstage == 1 && rc == ET_OK) { /* (cut short: noted again next time) */
         memcpy(a->vk_cst + (size_t)vslot * AUT_CLS, cst, a->n_cls[c.row]);
