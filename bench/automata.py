@@ -20,7 +20,8 @@ itself (no bitset cache: every mask made, with what the automaton learned in ear
 after two untimed rounds: the steady cost), "cold" each state the first time on a fresh
 automaton (the median of 5), "new" each state the first time on an automaton that has served
 20 other strings of the pattern (sampled from the plain automaton, seed 1; what a decoding
-loop that keeps its automaton meets). Peers missing: their columns say
+loop that keeps its automaton meets), and "llg new" llguidance's masks at those same steps (its
+matcher walking the same 40 strings). Peers missing: their columns say
 "-" (xgrammar imports torch: `pip install xgrammar` brings it, some GB, so the bench extra
 does not).
 Memory: edgetok's automata, plain and canonical (et_automaton_bytes, at build: a canonical
@@ -65,11 +66,15 @@ def per_step(steps: "list[object]", mask, repeat: int) -> float:  # type: ignore
 
 
 def new_states(enc: "edgetok.Encoding", pattern: str, buf: bytearray,
-               n: int = 20) -> "float | None":
+               llg: "tuple[object, object, object] | None" = None,
+               n: int = 20) -> "tuple[float | None, float | None]":
     """The mean time of a canonical mask (C core) of a state never asked before, on an automaton
     that has made the masks of n other strings of the pattern: 2n strings sampled from the plain
     automaton (seed 1), the first n walked to warm it, the states of the rest timed once each
-    (None where they hold none: a finite language the first n covered)."""
+    (None where they hold none: a finite language the first n covered). And where llg is
+    (matcher, bitmask, fill): llguidance's mean mask at the same steps, its matcher walking
+    the same strings (most of these states are a JSON string's or an address's, whose masks
+    cost a mask-per-token engine more than the bench string's steps do on average)."""
     plain = enc.regex_automaton(pattern)
     rng = random.Random(1)
     texts: "list[str]" = []
@@ -79,20 +84,30 @@ def new_states(enc: "edgetok.Encoding", pattern: str, buf: bytearray,
             texts.append(enc.decode(ids))
     a = enc.regex_automaton(pattern, canonical=True)._native
     seen: "set[int]" = set()
-    total, timed = 0.0, 0
+    total, total_llg, timed = 0.0, 0.0, 0
     for k, text in enumerate(texts):
         s = 0
+        if llg is not None:
+            llg[0].reset()  # type: ignore[attr-defined]
         for t in enc.encode_ordinary(text):
             if s not in seen:
                 seen.add(s)
                 t0 = time.perf_counter()
                 a.allowed_into(s, buf)
+                t1 = time.perf_counter()
+                if llg is not None:
+                    llg[2](llg[0], llg[1], 0)  # type: ignore[operator]
                 if k >= n:
-                    total += time.perf_counter() - t0
+                    total += t1 - t0
+                    total_llg += time.perf_counter() - t1
                     timed += 1
             s = a.next(s, t)
             assert s >= 0, (pattern, text)
-    return total / timed if timed else None
+            if llg is not None:
+                assert llg[0].consume_token(t), (pattern, text, t)  # type: ignore[attr-defined]
+    if not timed:
+        return None, None
+    return total / timed, (total_llg / timed if llg is not None else None)
 
 
 def xgrammar_masks(xgr, np, compiled, plain, ids: "list[int]",  # type: ignore[no-untyped-def]
@@ -192,7 +207,7 @@ def main() -> None:
             print(f"  xgrammar tokenizer info: {(time.perf_counter() - t) * 1e3:.0f} ms (once)")
         head = (f"  {'pattern':12} {'edgetok':>8} {'canon':>8} {'outlines':>9} {'llg':>7} "
                 f"{'xgr':>7} | {'edgetok':>8} {'canon':>8} {'made':>8} {'cold':>8} {'new':>8} "
-                f"{'llg':>8} {'xgr':>8} | "
+                f"{'llg':>8} {'llg new':>8} {'xgr':>8} | "
                 f"{'plain KB':>8} {'canon KB':>8} {'made/plain':>11} {'new/plain':>10} "
                 f"{'cold/plain':>11}")
         print(head)
@@ -237,7 +252,12 @@ def main() -> None:
                             native.allowed_into(st, buf)
                     masks[canonical, "made"] = per_step(
                         states, lambda st: native.allowed_into(st, buf), args.repeat)
-                    masks[canonical, "new"] = new_states(enc, pattern, buf)
+                    llg = None
+                    if lt is not None:
+                        llg = (llguidance.LLMatcher(lt, llguidance.grammar_from("regex", pattern)),
+                               allocate_token_bitmask(1, lt.vocab_size), fill_next_token_bitmask)
+                    masks[canonical, "new"], masks["llg", "new"] = new_states(
+                        enc, pattern, buf, llg)
                 memory[canonical] = a.memory
             m_llg = None
             if lt is not None:
@@ -274,7 +294,8 @@ def main() -> None:
                   f"{ms(c_xg):>7} | {us(masks[False]):>8} {us(masks.get(True)):>8} "
                   f"{us(masks.get((True, 'made'))):>8} "
                   f"{us(masks.get((True, 'cold'))):>8} {us(masks.get((True, 'new'))):>8} "
-                  f"{us(m_llg):>8} {us(m_xg):>8} | {memory[False] / 1024:8.0f} "
+                  f"{us(m_llg):>8} {us(masks.get(('llg', 'new'))):>8} {us(m_xg):>8} | "
+                  f"{memory[False] / 1024:8.0f} "
                   f"{kb(memory.get(True)):>8} "
                   f"{made:>11} {new:>10} {ratio:>11}")
 
