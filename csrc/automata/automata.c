@@ -806,7 +806,7 @@ static int row_bits(et_automaton *a)
             b[a->tok[i] >> 6] |= (uint64_t)1 << (a->tok[i] & 63u);
     }
     if (a->flags & ET_AUT_CANONICAL) {
-        const size_t nw = a->row[a->n_rows] / 64u + 2u; /* (ent_bits reads a word past) */
+        const size_t nw = a->row[a->n_rows] / 64u + 1u;
         if (!(a->rn = malloc(nw * sizeof *a->rn))) return ET_E_NOMEM;
         for (size_t q = 0; q < nw; q++) atomic_init(&a->rn[q], ~0ull);
         if (!(a->rn_n = malloc(2u * (size_t)a->n_rows * sizeof *a->rn_n))) return ET_E_NOMEM;
@@ -2670,24 +2670,6 @@ ET_NOINLINE static int whole_entry(const et_automaton *a, const struct mrun r, u
     return (got & ME_TAKE) != 0;
 }
 
-/* Bits [i, i + n) of bitset v (n <= 64), bit i at bit 0 (v holds a word past i + n). */
-static inline uint64_t ent_bits(_Atomic uint64_t *v, uint32_t i, uint32_t n)
-{
-    const unsigned s = i & 63u;
-    uint64_t x = atomic_load_explicit(&v[i >> 6], memory_order_relaxed) >> s;
-    if (s) x |= atomic_load_explicit(&v[(i >> 6) + 1u], memory_order_relaxed) << (64u - s);
-    return n < 64u ? x & (((uint64_t)1 << n) - 1u) : x;
-}
-
-/* Clears bits i + j of bitset v, j the bits of x. */
-static inline void ent_clear(_Atomic uint64_t *v, uint32_t i, uint64_t x)
-{
-    const unsigned s = i & 63u;
-    atomic_fetch_and_explicit(&v[i >> 6], ~(x << s), memory_order_relaxed);
-    if (s && x >> (64u - s))
-        atomic_fetch_and_explicit(&v[(i >> 6) + 1u], ~(x >> (64u - s)), memory_order_relaxed);
-}
-
 /* mask_long's mask of a row with a bitset (row_bits) into bits, by 64 token ids at a time: the
  * tokens of the word go in, but those mask_long would refuse. It asks whole_entry of the
  * tokens that are no valid pair after l (tinv) or odd, and of those whose class does not take
@@ -2741,21 +2723,7 @@ ET_ALWAYS_INLINE static inline int mask_whole_in(const et_automaton *a, const st
                 out |= b;
             }
         }
-        if (lean) { /* only the entries whose class may lack MC_LOOK (rn) */
-            uint64_t proven = 0; /* (by entry, as done) */
-            const uint64_t in_rn = ent_bits(rn, i0, nj);
-            for (uint64_t x = in_rn & ~done; x; x &= x - 1u) {
-                const uint32_t j = (uint32_t)et_ctz64(x), k = cls[i0 + j];
-                const unsigned c = cc[k];
-                if (k < AUT_CLS && atomic_load_explicit(&ca[k], memory_order_relaxed) == 1u)
-                    proven |= (uint64_t)1 << j;
-                if ((c & 0x51u) == 0x11u) continue;
-                if (!(c & 0x41u) || !whole_entry(a, r, cc, live, i0 + j, tok[i0 + j], c, codes))
-                    out |= (uint64_t)1 << (tok[i0 + j] & 63u);
-            }
-            if (proven) ent_clear(rn, i0, proven);
-            left += (uint32_t)MW_POPCOUNT(in_rn & ~proven);
-        } else {
+        if (!lean) { /* (lean: rn's entries, below) */
             for (uint32_t j = 0; j < nj; j++) {
                 const unsigned c = cc[cls[i0 + j]];
                 if ((c & 0x51u) == 0x11u || (done >> j & 1u)) continue; /* (a valid pair taken) */
@@ -2763,18 +2731,45 @@ ET_ALWAYS_INLINE static inline int mask_whole_in(const et_automaton *a, const st
                     out |= (uint64_t)1 << (tok[i0 + j] & 63u); /* (no pass, none to ask) */
             }
         }
-#ifdef AUT_CHECK_PAIRS
-        /* each bit is mask_entry's */
-        for (uint32_t jj = 0; jj < nj; jj++)
-            if (((mask_entry(a, r, i0 + jj, tok[i0 + jj], cls[i0 + jj]) & ME_TAKE) != 0) ==
-                (int)(out >> (tok[i0 + jj] & 63u) & 1u))
-                abort();
-#endif
         store_word(bits, nbytes, q, R & ~out);
         taken += (size_t)MW_POPCOUNT(R & ~out);
         i0 += nj;
     }
-    if (lean) atomic_store_explicit(&a->rn_n[2u * r.row], left, memory_order_relaxed);
+    if (lean) { /* only the entries whose class may lack MC_LOOK (rn), by rn's words (its
+                 * entries are the row's order): those the loop above did not answer (no valid
+                 * pair, odd) go out of bits where refused */
+        const uint32_t r0 = a->row[r.row], r1 = a->row[r.row + 1u];
+        for (uint32_t w = r0 >> 6; w <= (r1 - 1u) >> 6; w++) {
+            uint64_t in_rn = atomic_load_explicit(&rn[w], memory_order_relaxed), proven = 0;
+            if (w == r0 >> 6) in_rn &= ~0ull << (r0 & 63u);
+            if (w == (r1 - 1u) >> 6 && (r1 & 63u)) in_rn &= ~0ull >> (64u - (r1 & 63u));
+            for (uint64_t x = in_rn; x; x &= x - 1u) {
+                const uint32_t j = (uint32_t)et_ctz64(x), i = w * 64u + j, t = tok[i],
+                               k = cls[i];
+                const uint64_t tb = (uint64_t)1 << (t & 63u);
+                if ((tinv[t >> 6] | (odd ? odd[t >> 6] : 0u)) & tb) continue; /* (answered) */
+                const unsigned c = cc[k];
+                if (k < AUT_CLS && atomic_load_explicit(&ca[k], memory_order_relaxed) == 1u)
+                    proven |= (uint64_t)1 << j;
+                if ((c & 0x51u) == 0x11u) continue;
+                if (!(c & 0x41u) || !whole_entry(a, r, cc, live, i, t, c, codes)) {
+                    bits[t >> 3] &= (uint8_t)~(1u << (t & 7u));
+                    taken--;
+                }
+            }
+            if (proven)
+                atomic_fetch_and_explicit(&rn[w], ~proven, memory_order_relaxed);
+            left += (uint32_t)MW_POPCOUNT(in_rn & ~proven);
+        }
+        atomic_store_explicit(&a->rn_n[2u * r.row], left, memory_order_relaxed);
+    }
+#ifdef AUT_CHECK_PAIRS
+    /* each bit is mask_entry's */
+    for (uint32_t i = a->row[r.row]; i < a->row[r.row + 1u]; i++)
+        if (((mask_entry(a, r, i, tok[i], cls[i]) & ME_TAKE) != 0) !=
+            (int)(bits[tok[i] >> 3] >> (tok[i] & 7u) & 1u))
+            abort();
+#endif
     *n = taken;
     return ET_OK;
 }
