@@ -2846,14 +2846,8 @@ static int mask_long(const et_automaton *a, struct mrun r, uint8_t *codes, uint8
         for (uint32_t i = beg; i < end; i++)
             if (!(mask_entry(a, r, i, a->tok[i], a->cls[i]) & ME_TAKE)) abort();
 #endif
-        const uint32_t *const t = a->tok + beg;
-        if (whole) row_copy(a, r.row, bits, ((size_t)a->n_vocab + 7u) / 8u);
         if (codes) memset(codes, 2, end - beg); /* (live + 1: proven, as the blocks note) */
-        if (ids) memcpy(ids, t, (end - beg < cap ? end - beg : cap) * sizeof *ids);
-        if (bits && !whole)
-            for (uint32_t j = 0; j < end - beg; j++) bits[t[j] >> 3] |= (uint8_t)(1u << (t[j] & 7u));
-        *n = end - beg;
-        return ids && end - beg > cap ? ET_E_FULL : ET_OK;
+        return mask_plain(a, r.row, ids, cap, bits, ((size_t)a->n_vocab + 7u) / 8u, n);
     }
     /* the pair set for l (and by token id: tinv), which that row does without */
     struct pinv *const pi = r.x->pi;
