@@ -1088,6 +1088,56 @@ def test_canonical_kept_verdicts(name, key):  # type: ignore[no-untyped-def]
     assert list(first[s][1]) == [t for t in range(a.n_vocab) if a.next(s, t) >= 0], s
 
 
+@pytest.mark.parametrize("name, key", [("cl100k_base", "email"), ("o200k_base", "email"),
+                                       ("cl100k_base", "json")])
+def test_canonical_class_verdicts(name, key):  # type: ignore[no-untyped-def]
+    """A bitset mask of a row with a bitset, where the row's classes' codes were met in an
+    earlier mask, takes each word of 64 tokens from the verdicts kept for those codes
+    (csrc/automata cv_take, mask_cv_in); else it asks the entries one by one (mask_rn_in).
+    Bitset masks of the states of 40 strings of the pattern made of random tokens (as the
+    bench's: most states new, most codes met before), asked once each in the walk's order, are
+    the masks of an automaton asked only for ids and bits at once (mask_long's blocks, which
+    keep no class verdicts), and allow each text's own next token."""
+    enc = edgetok.get_encoding(name)
+    pattern = PATTERNS[key]
+    rng = random.Random(11)
+    words: "dict[str, list[str]]" = {"local": [], "domain": [], "name": []}
+    for u in range(enc.n_vocab):
+        try:
+            w = enc.decode_single_token_bytes(u).decode()
+        except (KeyError, UnicodeDecodeError):
+            continue
+        for part, cls in (("local", r"[a-zA-Z0-9._%+-]+"), ("domain", r"[a-zA-Z0-9.-]+"),
+                          ("name", r'[^"]+')):
+            if regex.fullmatch(cls, w):
+                words[part].append(w)
+
+    def text() -> str:
+        pick = lambda part, n: "".join(rng.choice(words[part]) for _ in range(n))  # noqa: E731
+        if key == "email":
+            return (pick("local", rng.randint(1, 8)) + "@" + pick("domain", rng.randint(1, 4)) +
+                    "." + "".join(rng.choice("abcdefgXYZ") for _ in range(rng.randint(2, 5))))
+        return f'{{"name": "{pick("name", 6)[:rng.randint(1, 20)]}", "age": {rng.randrange(1000)}}}'
+
+    auto = enc.regex_automaton(pattern, canonical=True, mask_cache=0)
+    a = auto._native
+    b = enc.regex_automaton(pattern, canonical=True, mask_cache=0)._native
+    buf = bytearray((a.n_vocab + 7) // 8)
+    checked = 0
+    for _ in range(40):
+        s, x = auto.start, text()
+        assert regex.fullmatch(pattern, x), x
+        for t in enc.encode_ordinary(x):
+            n = a.allowed_into(s, buf)
+            bits, ids = b.allowed_both(s)
+            assert bytes(buf) == bits and n == len(ids), (x, s, t)
+            assert buf[t >> 3] >> (t & 7) & 1, (x, s, t)
+            checked += 1
+            s = a.next(s, t)
+        assert auto.is_accepting(s), x
+    assert checked > 300
+
+
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 def test_canonical_verdicts_across_l(name):  # type: ignore[no-untyped-def]
     """States that share a verdict key and differ in l (after "the", each of a dozen words of

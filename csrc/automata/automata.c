@@ -49,6 +49,10 @@
 #ifndef AUT_VK
 #define AUT_VK 16u /* verdicts of long rows kept, for as many keys (see vk_code) */
 #endif
+#ifndef AUT_CV
+#define AUT_CV 16u /* class verdicts of long rows kept (see cv_take): more than AUT_SCRATCH, the
+                   * masks that may ask for one at once */
+#endif
 #define AUT_SEEN 256u /* keys of verdicts seen once, remembered by hash (see vk_code) */
 #define AUT_CUTB_BITS 6u /* cut_before's answers kept, by (l2, l) (see cut_before_kept) */
 #define AUT_ENDK_BITS 10u /* end_ok's answers kept, by (l2, l) (see end_ok) */
@@ -62,6 +66,8 @@ static inline uint32_t vk_row(uint32_t V)
 _Static_assert(AUT_LK >= 2u && AUT_LK % 2u == 0u, "lk_take's two places");
 _Static_assert(AUT_VK >= 2u && AUT_VK <= 16u && (AUT_VK & (AUT_VK - 1u)) == 0u,
                "the verdicts' places: all of them (slot_take)");
+_Static_assert(AUT_CV >= 2u && AUT_CV <= 16u && (AUT_CV & (AUT_CV - 1u)) == 0u,
+               "the class verdicts' places: all of them (slot_take)");
 struct et_automaton {
     const et_model *m;
     uint32_t n_rows, n_vocab;
@@ -76,7 +82,7 @@ struct et_automaton {
                        * ones clear what they refuse) */
     _Atomic uint64_t *rn; /* canonical, with rb: per entry, a bit: its class may not have its
                            * look-ahead proven after any token (cany not 1, or no class): at
-                           * first all, cleared as masks find cany 1 (see mask_whole) */
+                           * first all, cleared as masks find cany 1 (see mask_rn_in) */
     _Atomic uint32_t *rn_n; /* per row: [2r] its entries left in rn (as last counted), [2r + 1]
                              * its classes that cany proved since */
     _Atomic uint8_t *live; /* canonical: per (row, token) entry, what look-ahead proved */
@@ -146,6 +152,14 @@ struct et_automaton {
     _Atomic uint32_t *vk_used; /* AUT_VK + 1: as lk_used */
     uint64_t *tinv;   /* AUT_SCRATCH bitsets of vk_words by token id: inv's, one per mask */
     size_t vk_words, vk_longest;
+    uint64_t *cv;     /* AUT_CV slots of 4 x vk_words words: a row with a bitset's entries by
+                       * what the classes' codes (cv_cc) answer, by token id (see cv_take) */
+    uint8_t *cv_cc;   /* AUT_CV slots of cv_ncls: the codes a slot is for */
+    uint64_t *cv_key; /* 2 per slot: row << 32 | classes + 1 (0: none), the codes' hash */
+    _Atomic uint32_t *cv_seen; /* AUT_SEEN: codes met once, by hash (a hint: see cv_take) */
+    _Atomic uint8_t *cv_busy;  /* AUT_CV: slots taken (by one mask at a time) */
+    _Atomic uint32_t *cv_used; /* AUT_CV + 1: as lk_used */
+    size_t cv_ncls;   /* the most classes of a row with a bitset */
     size_t bytes;     /* memory held */
     _Atomic uint64_t cutb[1u << AUT_CUTB_BITS]; /* cut_before's answers (see cut_before_kept) */
     _Atomic uint64_t endk[1u << AUT_ENDK_BITS]; /* end_ok's answers (see end_ok) */
@@ -217,6 +231,12 @@ void et_automaton_free(et_automaton *a)
     free(a->rb);
     free((void *)a->rn);
     free((void *)a->rn_n);
+    free(a->cv);
+    free((void *)a->cv_seen);
+    free(a->cv_cc);
+    free(a->cv_key);
+    free((void *)a->cv_busy);
+    free((void *)a->cv_used);
     free(a);
 }
 
@@ -1090,6 +1110,24 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
                         AUT_VK * (4u * a->vk_words * sizeof *a->vk + longest + AUT_CLS +
                                   3u * sizeof *a->vk_key + 6u) +
                         4u;
+            /* the class verdicts of rows with a bitset (cv_take) */
+            for (uint32_t r = 0; r < rows; r++)
+                if (a->rb_at && a->rb_at[r] && a->n_cls[r] > a->cv_ncls) a->cv_ncls = a->n_cls[r];
+            if (a->cv_ncls) {
+                if (!(a->cv = malloc(AUT_CV * 4u * a->vk_words * sizeof *a->cv)) ||
+                    !(a->cv_cc = malloc(AUT_CV * a->cv_ncls)) ||
+                    !(a->cv_key = calloc(2u * AUT_CV, sizeof *a->cv_key)) ||
+                    !(a->cv_seen = malloc(AUT_SEEN * sizeof *a->cv_seen)) ||
+                    !(a->cv_busy = malloc(AUT_CV * sizeof *a->cv_busy)) ||
+                    !(a->cv_used = malloc((AUT_CV + 1u) * sizeof *a->cv_used)))
+                    goto done;
+                for (unsigned q = 0; q < AUT_CV; q++) atomic_init(&a->cv_busy[q], 0);
+                for (unsigned q = 0; q < AUT_SEEN; q++) atomic_init(&a->cv_seen[q], 0);
+                for (unsigned q = 0; q <= AUT_CV; q++) atomic_init(&a->cv_used[q], 0);
+                a->bytes += AUT_CV * (4u * a->vk_words * sizeof *a->cv + a->cv_ncls +
+                                      2u * sizeof *a->cv_key + 5u) +
+                            AUT_SEEN * sizeof *a->cv_seen + 4u;
+            }
         }
         if (longest >= AUT_LONG) {
             a->lk_half = ((size_t)longest + 63u) / 64u;
@@ -2551,7 +2589,7 @@ ET_ALWAYS_INLINE static inline unsigned mask_entry(const et_automaton *a, const 
                     ? 1u
                     : 2u;
             atomic_store_explicit(ca, (uint8_t)c, memory_order_relaxed);
-            if (c == 1u && a->rn_n) /* (mask_whole: rn may be cleared of them) */
+            if (c == 1u && a->rn_n) /* (mask_rn_in: rn may be cleared of them) */
                 atomic_fetch_add_explicit(&a->rn_n[2u * r.row + 1u], 1u, memory_order_relaxed);
         }
         if (c == 1u) {
@@ -2670,14 +2708,87 @@ ET_NOINLINE static int whole_entry(const et_automaton *a, const struct mrun r, u
     return (got & ME_TAKE) != 0;
 }
 
+/* Class verdicts. What mask_long answers of an entry from its class's code alone (MC_CODE of
+ * the class's decision) is a function of the codes: taken, refused, or asked of whole_entry
+ * (the look-ahead where the class does not prove it, odd tokens, classes that ask entry by
+ * entry), with a valid pair after l and without. So a slot keeps, for one row and one vector of
+ * its classes' codes (cv_cc), those answers as 4 bitsets by token id (word q of each at 4q:
+ * CV_VT, CV_VA with a valid pair; CV_IT, CV_IA without), and a mask with the same codes takes a
+ * word of 64 tokens at once (mask_cv_in). The vectors of new states' masks repeat, once every
+ * "valid pair, else whether a cut may fall" (MC_VALIDC) is asked: the e-mail pattern on o200k
+ * met 33 in 963 masks (51 before asking), as many as l's shapes, not l's. cv_take returns the
+ * slot for the row's codes cc (the probes asked first, in r.cst and cc), to be made (*make)
+ * where it held others, until the mask gives it back (cv_busy); -1 where the codes were not met
+ * before (cv_seen, as they were before asking: mask_rn_in then, which costs by the entries it
+ * asks, not the row; JSON's string rows meet most of their vectors once) or other masks hold
+ * every slot. */
+#define CV_VT 1u
+#define CV_VA 2u
+#define CV_IT 4u
+#define CV_IA 8u
+static inline unsigned cv_act(unsigned c) /* code c: 1 taken, 2 asked, 0 refused */
+{
+    return (c & 0x51u) == 0x11u ? 1u : (c & 0x41u) ? 2u : 0u;
+}
+
+static uint64_t codes_hash(const uint8_t *cc, uint32_t n_cls)
+{
+    uint64_t h = 0;
+    uint32_t k = 0;
+    for (uint64_t x; k + 8u <= n_cls; k += 8u) {
+        memcpy(&x, cc + k, 8u);
+        h = (h ^ x) * 0x9E3779B97F4A7C15ull;
+        h ^= h >> 29;
+    }
+    for (; k < n_cls; k++) h = (h ^ cc[k]) * 0xC2B2AE3D27D4EB4Full;
+    return h;
+}
+
+static int cv_take(const et_automaton *a, const struct mrun r, uint8_t *cc, int *make)
+{
+    const uint32_t n_cls = a->n_cls[r.row];
+    const uint64_t seen[2] = {(uint64_t)r.row << 32 | (n_cls + 1u), codes_hash(cc, n_cls)},
+                   kh = key_hash(seen, 2u);
+    const uint32_t tag = (uint32_t)(kh >> 32) | 1u;
+    _Atomic uint32_t *const sp = &a->cv_seen[kh % AUT_SEEN];
+    if (atomic_load_explicit(sp, memory_order_relaxed) != tag) { /* (met once: mask_rn_in) */
+        atomic_store_explicit(sp, tag, memory_order_relaxed);
+        return -1;
+    }
+    /* "valid pair, else whether a cut may fall" asked now (as mask_entry would of the class's
+     * first token that is no valid pair; by its group's first, of the same probe shapes), so
+     * that the codes repeat */
+    const uint32_t *const rep = a->grep + a->grep_at[r.row];
+    const uint16_t *const cg = a->cgrp + a->cgrp_at[r.row];
+    for (uint32_t k = 0; k < n_cls; k++)
+        if ((r.cst[k] & 7u) == MC_VALIDC) {
+            const uint32_t t = a->tok[rep[cg[k]]];
+            r.cst[k] = (uint8_t)((probe_ok(a, r.mm, r.x, t, AUT_CUT) & AUT_CUT ? MC_PASS
+                                                                               : MC_VALID) |
+                                 (r.cst[k] & MC_LOOK));
+            cc[k] = MC_CODE[r.cst[k] & 15u];
+        }
+    const uint64_t key[2] = {seen[0], codes_hash(cc, n_cls)};
+    int fresh = 0;
+    const int slot = slot_take(a->cv_busy, a->cv_used, a->cv_key, 2u, AUT_CV, AUT_CV, key, &fresh);
+    if (slot < 0) return -1;
+    uint8_t *const sc = a->cv_cc + (size_t)slot * a->cv_ncls;
+    *make = fresh || memcmp(sc, cc, n_cls); /* (a hash's: made again) */
+    if (*make) {
+        memcpy(sc, cc, n_cls);
+        memcpy(a->cv_key + 2u * (unsigned)slot, key, sizeof key);
+    }
+    return slot;
+}
+
+#define MW_POPCOUNT(x) (hw ? (unsigned)__builtin_popcountll(x) : et_popcount64(x))
 /* mask_long's mask of a row with a bitset (row_bits) into bits, by 64 token ids at a time: the
  * tokens of the word go in, but those mask_long would refuse. It asks whole_entry of the
  * tokens that are no valid pair after l (tinv) or odd, and of those whose class does not take
  * a valid pair outright; most of a long row's entries are neither. Bit for bit mask_long's,
  * and where codes is not NULL (the verdicts' stage 1) it notes what mask_long's blocks note.
  * (hw: the CPU has POPCNT, asked at run time: see mask_whole) */
-#define MW_POPCOUNT(x) (hw ? (unsigned)__builtin_popcountll(x) : et_popcount64(x))
-ET_ALWAYS_INLINE static inline int mask_whole_in(const et_automaton *a, const struct mrun r,
+ET_ALWAYS_INLINE static inline int mask_rn_in(const et_automaton *a, const struct mrun r,
                                                  uint8_t *cc, const uint64_t *live, int lean,
                                                  uint8_t *codes, uint8_t *bits, size_t *n, int hw)
 {
@@ -2763,15 +2874,86 @@ ET_ALWAYS_INLINE static inline int mask_whole_in(const et_automaton *a, const st
         }
         atomic_store_explicit(&a->rn_n[2u * r.row], left, memory_order_relaxed);
     }
+    *n = taken;
+    return ET_OK;
+}
+
+/* mask_long's mask of a row with a bitset (row_bits) into bits, by 64 token ids at a time: the
+ * class verdicts of slot (made first where make: a word from the word's entries, in order)
+ * answer each token with the pair set's bit for it (tinv), and whole_entry the tokens they ask.
+ * Bit for bit mask_long's; where codes is not NULL (the verdicts' stage 1) it notes what
+ * mask_long's blocks note. Gives the slot back. (hw: as mask_rn_in's) */
+ET_ALWAYS_INLINE static inline int mask_cv_in(const et_automaton *a, const struct mrun r,
+                                              uint8_t *cc, const uint64_t *live, int slot,
+                                              int make, uint8_t *codes, uint8_t *bits, size_t *n,
+                                              int hw)
+{
+    const size_t words = a->vk_words, nbytes = ((size_t)a->n_vocab + 7u) / 8u;
+    const uint64_t *const rb = a->rb + (size_t)(a->rb_at[r.row] - 1u) * words, *const odd = a->odd,
+                   *const tinv = r.tinv;
+    uint64_t *const cv = a->cv + (size_t)slot * 4u * words;
+    const uint32_t *const tok = a->tok;
+    const uint16_t *const cls = a->cls;
+    uint32_t i0 = a->row[r.row];
+    /* codes: 0 (live not known) where no entry is asked, whole_entry notes the rest. (Where
+     * mask_long's blocks note 2, the class's MC_LOOK: vk_code reads the classes' decisions at
+     * the mask's end, which keep it, and answers alike.) */
+    if (codes) memset(codes, 0, a->row[r.row + 1u] - i0);
+    uint8_t nib[256]; /* (make: each code's CV_ bits) */
+    for (unsigned c = 0; make && c < 256u; c++)
+        nib[c] = (uint8_t)((cv_act(c) == 1u ? CV_VT : cv_act(c) == 2u ? CV_VA : 0u) |
+                           (cv_act(c >> 1) == 1u ? CV_IT : cv_act(c >> 1) == 2u ? CV_IA : 0u));
+    size_t taken = 0; /* (the mask's tokens: its words' bits) */
+    for (size_t q = 0; q < words; q++) {
+        const uint64_t R = rb[q];
+        if (!R) continue; /* (bits: cleared by et_automaton_allowed; cv: not read) */
+        uint64_t *const v = cv + 4u * q;
+        if (make) { /* the slot's word, from its entries' codes (bits by R's, in order) */
+            uint64_t w[4] = {0, 0, 0, 0};
+            uint32_t i = i0;
+            for (uint64_t x = R; x; x &= x - 1u, i++) {
+                const uint64_t b = x & (0 - x);
+                const unsigned e = nib[cc[cls[i]]]; /* (cc[AUT_CLS]: no class, asked) */
+                for (unsigned j = 0; j < 4u; j++) w[j] |= (0 - (uint64_t)(e >> j & 1u)) & b;
+            }
+            memcpy(v, w, sizeof w);
+        }
+        const uint64_t inv = tinv[q], od = odd ? odd[q] & R : 0u;
+        uint64_t take = ((v[0] & ~inv) | (v[2] & inv)) & ~od;
+        for (uint64_t x = (v[1] & ~inv) | (v[3] & inv) | od; x; x &= x - 1u) {
+            const uint64_t b = x & (0 - x);
+            const uint32_t i = i0 + (uint32_t)MW_POPCOUNT(R & (b - 1u));
+            const unsigned c = cc[cls[i]]; /* (as whole_entry left it) */
+            if (whole_entry(a, r, cc, live, i, tok[i], inv & b ? c >> 1 : c, codes)) take |= b;
+        }
+        store_word(bits, nbytes, q, take);
+        taken += (size_t)MW_POPCOUNT(take);
+        i0 += (uint32_t)MW_POPCOUNT(R);
+    }
+    atomic_store_explicit(&a->cv_busy[slot], 0, memory_order_release);
+    *n = taken;
+    return ET_OK;
+}
+
+/* mask_long's mask of a row with a bitset: by the class verdicts for its codes where they were
+ * met before (cv_take), else by rn (new states of the e-mail pattern, o200k: 1.7x fewer
+ * instructions; ~410,000 a mask by rn, most for the tokens that are no valid pair). */
+ET_ALWAYS_INLINE static inline int mask_whole_in(const et_automaton *a, const struct mrun r,
+                                                 uint8_t *cc, const uint64_t *live, int lean,
+                                                 uint8_t *codes, uint8_t *bits, size_t *n, int hw)
+{
+    int make = 0;
+    const int slot = a->cv ? cv_take(a, r, cc, &make) : -1;
+    const int rc = slot >= 0 ? mask_cv_in(a, r, cc, live, slot, make, codes, bits, n, hw)
+                             : mask_rn_in(a, r, cc, live, lean, codes, bits, n, hw);
 #ifdef AUT_CHECK_PAIRS
     /* each bit is mask_entry's */
     for (uint32_t i = a->row[r.row]; i < a->row[r.row + 1u]; i++)
-        if (((mask_entry(a, r, i, tok[i], cls[i]) & ME_TAKE) != 0) !=
-            (int)(bits[tok[i] >> 3] >> (tok[i] & 7u) & 1u))
+        if (((mask_entry(a, r, i, a->tok[i], a->cls[i]) & ME_TAKE) != 0) !=
+            (int)(bits[a->tok[i] >> 3] >> (a->tok[i] & 7u) & 1u))
             abort();
 #endif
-    *n = taken;
-    return ET_OK;
+    return rc;
 }
 #undef MW_POPCOUNT
 
@@ -2787,9 +2969,7 @@ __attribute__((target("popcnt"))) static int mask_whole_hw(const et_automaton *a
 #endif
 
 /* mask_whole_in, with POPCNT where the CPU has it and the build may not assume it (~12
- * instructions a count without: one an entry that is no valid pair after l, two a word; new
- * states of the e-mail pattern took 11-12% more instructions on cl100k and o200k, JSON's 2-3%,
- * [a-z ]{0,40}'s 8-10%). */
+ * instructions a count without: two a word, one an entry asked). */
 static int mask_whole(const et_automaton *a, const struct mrun r, uint8_t *cc,
                       const uint64_t *live, int lean, uint8_t *codes, uint8_t *bits, size_t *n)
 {
@@ -2804,13 +2984,14 @@ static int mask_whole(const et_automaton *a, const struct mrun r, uint8_t *cc,
 /* A canonical mask of a long row, into bits (and ids, as mask_put's, going on past cap:
  * ET_E_FULL), noting in codes what mask_row notes unless codes is NULL (the verdicts' stage 1:
  * see vk_code). Every group of classes is decided first (entry_cs of its first entry; "valid
- * pair, else whether a cut may fall" left so: the probes are asked only of a class with a token
- * that is no valid pair after l). Where every class passes with its look-ahead proven, the row
+ * pair, else whether a cut may fall" left so: mask_entry asks the probes only of a class with a
+ * token that is no valid pair after l, cv_take of them all). Where every class passes with its look-ahead proven, the row
  * is the mask. Else the pair set for l is made (AUT_NO_PAIRS where it cannot be: mask_row's
  * then, cst as at first), and by token id where tinv_at is, then the entries go by blocks of
  * 64: where its class's decision, the pair set's bit and the look-ahead kept for the key
  * (lslot) answer an entry, a word of the block does; mask_entry answers the others (classes
- * that ask entry by entry, odd tokens, look-aheads not known). Bit for bit mask_row's. */
+ * that ask entry by entry, odd tokens, look-aheads not known); a row with a bitset goes by
+ * mask_whole instead, where only the bitset is asked for. Bit for bit mask_row's. */
 static int mask_long(const et_automaton *a, struct mrun r, uint8_t *codes, uint8_t *bits,
                      uint32_t *ids, size_t cap, size_t *n)
 {
