@@ -54,9 +54,11 @@
                    * masks that may ask for one at once */
 #endif
 #define AUT_SEEN 256u /* keys of verdicts seen once, remembered by hash (see vk_code) */
-#define AUT_CUTB_BITS 6u /* cut_before's answers kept, by (l2, l) (see cut_before_kept) */
-#define AUT_ENDK_BITS 10u /* end_ok's answers kept, by (l2, l) (see end_ok) */
-#define AUT_SPLK_BITS 10u /* split_whole's answers kept, by (l, t) (see split_whole) */
+/* Answers about pairs of tokens kept by the model's canonical automata (et_shapes' kept): */
+#define AUT_CUTB_BITS 10u /* cut_before's, by (l2, l) (see cut_before_kept) */
+#define AUT_ENDK_BITS 12u /* end_ok's, by (l2, l) (see end_ok) */
+#define AUT_SPLK_BITS 14u /* split_whole's, by (l, t) (see split_whole) */
+#define AUT_KEPT_SLOTS ((1u << AUT_CUTB_BITS) + (1u << AUT_ENDK_BITS) + (1u << AUT_SPLK_BITS))
 /* The rows whose masks use them, of V tokens' vocabulary: a word of 64 tokens at a time pays
  * where the row holds a 16th of the vocabulary or more. */
 static inline uint32_t vk_row(uint32_t V)
@@ -161,9 +163,9 @@ struct et_automaton {
     _Atomic uint32_t *cv_used; /* AUT_CV + 1: as lk_used */
     size_t cv_ncls;   /* the most classes of a row with a bitset */
     size_t bytes;     /* memory held */
-    _Atomic uint64_t cutb[1u << AUT_CUTB_BITS]; /* cut_before's answers (see cut_before_kept) */
-    _Atomic uint64_t endk[1u << AUT_ENDK_BITS]; /* end_ok's answers (see end_ok) */
-    _Atomic uint64_t splk[1u << AUT_SPLK_BITS]; /* split_whole's answers (see there) */
+    _Atomic uint64_t *cutb; /* canonical: cut_before's answers (see cut_before_kept), the model's */
+    _Atomic uint64_t *endk; /* canonical: end_ok's answers (see end_ok), the model's */
+    _Atomic uint64_t *splk; /* canonical: split_whole's answers (see there), the model's */
 };
 
 #define AUT_SHAPE_MAX (1u << 19) /* shape ids (+ 2) packed in a->probes' keys */
@@ -552,6 +554,10 @@ struct et_shapes {
     _Atomic uint64_t *probes; /* the probes' answers by shapes (see probe_ok), 1 << AUT_PROBE_BITS
                                * slots: facts of the model, learned by all its automata (those
                                * whose shapes are too many to pack ask none) */
+    _Atomic uint64_t *kept;   /* AUT_KEPT_SLOTS: pair_kept's answers about pairs of tokens,
+                               * facts of the model too (cut_before, end_ok, split_whole: a cold
+                               * JSON mask asked split_whole of ~1,500 pairs, ~9 runs of the
+                               * pretokenizer each) */
     struct shape_map sm;      /* (under the lock) */
     size_t buf_len;           /* sm.buf's bytes */
     atomic_flag lock;
@@ -566,6 +572,7 @@ void et_shapes_free(struct et_shapes *s)
     free(s->dig);
     free(s->made);
     free((void *)s->probes);
+    free((void *)s->kept);
     free(s->sm.tab);
     free(s->sm.buf);
     free(s->sm.text);
@@ -580,12 +587,14 @@ static struct et_shapes *shapes_new(const et_model *m)
     if (!s || !(s->shape = malloc((size_t)V * 16u)) || !(s->head = calloc(V, 4u)) ||
         !(s->dig = calloc(V, 1u)) || !(s->made = calloc((size_t)V / 64u + 1u, 8u)) ||
         !(s->probes = malloc(slots * sizeof *s->probes)) ||
+        !(s->kept = malloc(AUT_KEPT_SLOTS * sizeof *s->kept)) ||
         !(s->sm.tab = calloc(s->sm.cap = 1024, sizeof *s->sm.tab))) {
         et_shapes_free(s);
         return NULL;
     }
     memset(s->shape, 0xFF, (size_t)V * 16u); /* (ET_NONE) */
     for (size_t i = 0; i < slots; i++) atomic_init(&s->probes[i], 0);
+    for (size_t i = 0; i < AUT_KEPT_SLOTS; i++) atomic_init(&s->kept[i], 0);
     for (unsigned c = 0; c < 256u; c++) {
         s->sm.byte[0][c] = shape_byte((uint8_t)c, 0);
         s->sm.byte[1][c] = shape_byte((uint8_t)c, 1);
@@ -945,9 +954,6 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
     if (!a || !first || !sib || !row_of || !dfa_of || !next_of || !seen || !st) goto done;
     a->m = m;
     a->odd = odd;
-    for (unsigned q = 0; q < 1u << AUT_CUTB_BITS; q++) atomic_init(&a->cutb[q], 0);
-    for (unsigned q = 0; q < 1u << AUT_ENDK_BITS; q++) atomic_init(&a->endk[q], 0);
-    for (unsigned q = 0; q < 1u << AUT_SPLK_BITS; q++) atomic_init(&a->splk[q], 0);
     a->n_vocab = V;
     a->flags = flags;
     a->row = malloc(((size_t)n + 1u) * 4u);
@@ -1051,6 +1057,9 @@ int et_automaton_build(const et_model *m, const int32_t *trans, const uint8_t *a
         a->head = sh->head;
         a->dig = sh->dig;
         a->probes = a->n_shapes + 2u <= AUT_SHAPE_MAX ? sh->probes : NULL;
+        a->cutb = sh->kept;
+        a->endk = a->cutb + (1u << AUT_CUTB_BITS);
+        a->splk = a->endk + (1u << AUT_ENDK_BITS);
         if ((rc = classes(a))) goto done;
         rc = ET_E_NOMEM;
         if (!(a->dtab = malloc((size_t)a->n_d * 256u))) goto done;
@@ -1371,7 +1380,7 @@ static int cut_answer(const et_automaton *a, uint32_t l2, uint32_t l)
     return cut_before(a->m, l2, l);
 }
 
-/* cut_before(l2, l), remembered in a->cutb (a mask of a long row asks it: up to 18 runs of the
+/* cut_before(l2, l), remembered in a->cutb (the model's; a mask of a long row asks it: up to 18 runs of the
  * pretokenizer, ~10% of a made mask of an integer's row). */
 static int cut_before_kept(const et_automaton *a, uint32_t l2, uint32_t l)
 {
@@ -1765,7 +1774,7 @@ static int split_answer(const et_automaton *a, uint32_t l, uint32_t t)
     return probe(a->m, AUT_ANY, l, q, nq, 1, AUT_INSIDE) != 0;
 }
 
-/* split_answer, kept by (l, t) in a->splk. */
+/* split_answer, kept by (l, t) in a->splk (the model's). */
 static int split_whole(const et_automaton *a, uint32_t l, uint32_t t)
 {
     return pair_kept(a, a->splk, AUT_SPLK_BITS, l, t, split_answer);
@@ -1897,7 +1906,7 @@ static int entry_live(const et_automaton *a, struct memo *mm, uint32_t l, uint32
 
 /* Whether the text may end after l with l2 before it (et_automaton_accepting's test of the pair
  * at the end: l2 ET_NONE, or a cut or one piece that the end of the text allows), remembered
- * in a->endk (short rows' look-ahead asks it of many pairs). */
+ * in a->endk (the model's; short rows' look-ahead asks it of many pairs). */
 static int end_answer(const et_automaton *a, uint32_t l2, uint32_t l)
 {
     const uint8_t *q = NULL;
