@@ -1380,8 +1380,8 @@ static int cut_answer(const et_automaton *a, uint32_t l2, uint32_t l)
     return cut_before(a->m, l2, l);
 }
 
-/* cut_before(l2, l), remembered in a->cutb (the model's; a mask of a long row asks it: up to 18 runs of the
- * pretokenizer, ~10% of a made mask of an integer's row). */
+/* cut_before(l2, l), remembered in a->cutb (the model's; a mask of a long row asks it: up to 18
+ * runs of the pretokenizer, ~10% of a made mask of an integer's row). */
 static int cut_before_kept(const et_automaton *a, uint32_t l2, uint32_t l)
 {
     return pair_kept(a, a->cutb, AUT_CUTB_BITS, l2, l, cut_answer);
@@ -2812,10 +2812,6 @@ ET_ALWAYS_INLINE static inline int mask_rn_in(const et_automaton *a, const struc
     const uint32_t *const tok = a->tok;
     const uint16_t *const cls = a->cls;
     uint32_t i0 = a->row[r.row];
-    /* codes: 0 (live not known) where no entry is asked, whole_entry notes the rest. (Where
-     * mask_long's blocks note 2, the class's MC_LOOK: vk_code reads the classes' decisions at
-     * the mask's end, which keep it, and answers alike.) */
-    if (codes) memset(codes, 0, a->row[r.row + 1u] - i0);
     if (lean) { /* where rn holds a quarter of the row or less, or cany proved 32 classes
                  * since it was counted (a pass clears them; [a-z ]{0,40}'s classes take
                  * MC_LOOK from the keys' look-aheads, ask no cany and keep their rn: a pass
@@ -2907,10 +2903,6 @@ ET_ALWAYS_INLINE static inline int mask_cv_in(const et_automaton *a, const struc
     const uint32_t *const tok = a->tok;
     const uint16_t *const cls = a->cls;
     uint32_t i0 = a->row[r.row];
-    /* codes: 0 (live not known) where no entry is asked, whole_entry notes the rest. (Where
-     * mask_long's blocks note 2, the class's MC_LOOK: vk_code reads the classes' decisions at
-     * the mask's end, which keep it, and answers alike.) */
-    if (codes) memset(codes, 0, a->row[r.row + 1u] - i0);
     uint8_t nib[256]; /* (make: each code's CV_ bits) */
     for (unsigned c = 0; make && c < 256u; c++)
         nib[c] = (uint8_t)((cv_act(c) == 1u ? CV_VT : cv_act(c) == 2u ? CV_VA : 0u) |
@@ -2959,6 +2951,10 @@ ET_ALWAYS_INLINE static inline int mask_whole_in(const et_automaton *a, const st
                                                  uint8_t *cc, const uint64_t *live, int lean,
                                                  uint8_t *codes, uint8_t *bits, size_t *n, int hw)
 {
+    /* codes: 0 (live not known) where no entry is asked, whole_entry notes the rest. (Where
+     * mask_long's blocks note 2, the class's MC_LOOK: vk_code reads the classes' decisions at
+     * the mask's end, which keep it, and answers alike.) */
+    if (codes) memset(codes, 0, a->row[r.row + 1u] - a->row[r.row]);
     int make = 0;
     const int slot = a->cv ? cv_take(a, r, cc, &make) : -1;
     const int rc = slot >= 0 ? mask_cv_in(a, r, cc, live, slot, make, codes, bits, n, hw)
@@ -3002,13 +2998,14 @@ static int mask_whole(const et_automaton *a, const struct mrun r, uint8_t *cc,
  * ET_E_FULL), noting in codes what mask_row notes unless codes is NULL (the verdicts' stage 1:
  * see vk_code). Every group of classes is decided first (entry_cs of its first entry; "valid
  * pair, else whether a cut may fall" left so: mask_entry asks the probes only of a class with a
- * token that is no valid pair after l, cv_take of them all). Where every class passes with its look-ahead proven, the row
- * is the mask. Else the pair set for l is made (AUT_NO_PAIRS where it cannot be: mask_row's
- * then, cst as at first), and by token id where tinv_at is, then the entries go by blocks of
- * 64: where its class's decision, the pair set's bit and the look-ahead kept for the key
- * (lslot) answer an entry, a word of the block does; mask_entry answers the others (classes
- * that ask entry by entry, odd tokens, look-aheads not known); a row with a bitset goes by
- * mask_whole instead, where only the bitset is asked for. Bit for bit mask_row's. */
+ * token that is no valid pair after l, cv_take of them all). Where every class passes with its
+ * look-ahead proven, the row is the mask. Else the pair set for l is made (AUT_NO_PAIRS where
+ * it cannot be: mask_row's then, cst as at first), and by token id where tinv_at is, then the
+ * entries go by blocks of 64: where its class's decision, the pair set's bit and the
+ * look-ahead kept for the key (lslot) answer an entry, a word of the block does; mask_entry
+ * answers the others (classes that ask entry by entry, odd tokens, look-aheads not known); a
+ * row with a bitset goes by mask_whole instead, where only the bitset is asked for. Bit for bit
+ * mask_row's. */
 static int mask_long(const et_automaton *a, struct mrun r, uint8_t *codes, uint8_t *bits,
                      uint32_t *ids, size_t cap, size_t *n)
 {
