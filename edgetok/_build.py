@@ -127,6 +127,8 @@ int64_t et_automaton_next(const et_automaton *a, int64_t state, uint32_t token);
 int et_automaton_accepting(const et_automaton *a, int64_t state);
 int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, size_t cap,
                          uint8_t *bits, size_t nbytes, size_t *n);  /* ids and/or bitset */
+int et_bitset_ids(const uint8_t *bits, size_t nbytes, uint32_t *ids, size_t cap,
+                  size_t *n);                 /* a bitset's ids, ascending */
 int et_is_canonical(et_ws *ws, const uint32_t *ids, size_t n, char *buf, size_t cap,
                     int *verdict);            /* encode(decode(ids)) == ids, no encoding */
 void *scratch_huge(size_t n);                 /* the binding's own: see SCRATCH below */

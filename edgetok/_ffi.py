@@ -967,6 +967,14 @@ class NativeAutomaton:
         return int(n[0])
 
 
+def bitset_ids(bits: bytes, n: int) -> list[int]:
+    """The ids whose bits are set in bits (bit i of byte i // 8, least significant first), n of
+    them (the count et_automaton_allowed gave), ascending."""
+    ids, got = _scratch_new("uint32_t[]", max(n, 1)), ffi.new("size_t *")
+    check(lib.et_bitset_ids(bits, len(bits), ids, n, got), "bitset_ids")
+    return list(ids[0:got[0]])
+
+
 def compile_wordpiece(tokens: list[tuple[bytes, int]], specials: list[tuple[bytes, int]],
                       prefix: str, unk: int, cls: int | None, sep: int | None, max_chars: int,
                       flags: int, source: str = "WordPiece vocabulary") -> bytes:

@@ -31,7 +31,7 @@ refused where it leads to a state from which no canonical text can go on within 
 (after "y" of yes|no, "es" and "e" would merge with it; after "{", '"' would): the look-ahead
 that keeps walks from getting stuck. Canonical masks test each of the state's tokens against
 the last one and look ahead, so they cost far more than plain ones the first time a state is
-seen; the automaton keeps the masks (bitset and ids) of the states it has answered, up to
+seen; the automaton keeps the masks (bitsets) of the states it has answered, up to
 mask_cache bytes (least recently used out first; the newest is kept whatever its size), so a
 decoding loop that comes back to a state pays a copy.
 """
@@ -70,8 +70,9 @@ class TokenAutomaton:
         self.memory: int = self._native.bytes
         self.compile_seconds = {"regex": t1 - t0, "tokens": t2 - t1}
         self._enc = enc
-        # canonical masks by state, least recently used first (see the module's text)
-        self._masks: dict[int, tuple[bytes, array[int]]] = {}
+        # canonical masks by state (bitset, count), least recently used first (see the
+        # module's text)
+        self._masks: dict[int, tuple[bytes, int]] = {}
         self._cache_bytes = max(mask_cache, 1) if canonical else 0
         self._held = 0
 
@@ -90,7 +91,9 @@ class TokenAutomaton:
     def allowed_ids(self, state: int) -> list[int]:
         """The allowed ids, ascending."""
         if self._cache_bytes:
-            return self._cached(state)[1].tolist()
+            from ._ffi import bitset_ids
+
+            return bitset_ids(*self._cached(state))
         return self._native.allowed_ids(state)
 
     def allowed(self, state: int) -> bytes:
@@ -104,25 +107,41 @@ class TokenAutomaton:
         bytes (reused from step to step: no allocation); returns the number of allowed ids."""
         if not self._cache_bytes:
             return self._native.allowed_into(state, buf)
-        bits, ids = self._cached(state)
         out = memoryview(buf).cast("B")
-        if len(out) < len(bits):
-            raise ValueError(f"the buffer holds {len(out)} bytes; the bitset needs {len(bits)}")
-        out[:len(bits)] = bits
-        return len(ids)
+        nb = (self.n_vocab + 7) // 8
+        if len(out) < nb:
+            raise ValueError(f"the buffer holds {len(out)} bytes; the bitset needs {nb}")
+        hit = self._masks.pop(state, None)
+        if hit is None:  # made into buf, then kept
+            n = self._native.allowed_into(state, buf)
+            self._keep(state, (bytes(out[:nb]), n))
+            return n
+        self._masks[state] = hit
+        out[:nb] = hit[0]
+        return hit[1]
 
-    def _cached(self, state: int) -> "tuple[bytes, array[int]]":
-        """A canonical state's bitset and ids, from the cache (least recently used out first)."""
+    def _cached(self, state: int) -> "tuple[bytes, int]":
+        """A canonical state's bitset and count, from the cache (made and kept on a miss)."""
         hit = self._masks.pop(state, None)
         if hit is None:
-            hit = self._native.allowed_both(state)
-            self._held += len(hit[0]) + 4 * len(hit[1])
-            while self._masks and self._held > self._cache_bytes:
-                old = self._masks.pop(next(iter(self._masks), -1), None)
-                if old is not None:
-                    self._held -= len(old[0]) + 4 * len(old[1])
+            buf = bytearray((self.n_vocab + 7) // 8)
+            n = self._native.allowed_into(state, buf)
+            hit = bytes(buf), n
+            self._keep(state, hit)
+            return hit
         self._masks[state] = hit
         return hit
+
+    def _keep(self, state: int, hit: "tuple[bytes, int]") -> None:
+        """hit becomes state's mask (state not in the cache), the most recently used; the least
+        recently used go while the cache holds more than mask_cache bytes (the newest stays
+        whatever its size)."""
+        self._held += len(hit[0])
+        while self._masks and self._held > self._cache_bytes:
+            old = self._masks.pop(next(iter(self._masks), -1), None)
+            if old is not None:
+                self._held -= len(old[0])
+        self._masks[state] = hit
 
     def allowed_numpy(self, state: int) -> "Any":
         """The allowed ids as a numpy bool array of n_vocab entries (needs numpy)."""

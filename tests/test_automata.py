@@ -977,6 +977,43 @@ def test_canonical_split_characters(name):  # type: ignore[no-untyped-def]
     assert refused > 0, (checked, refused)
 
 
+def test_mask_cache_answers_as_the_core(enc):  # type: ignore[no-untyped-def]
+    """The canonical automaton's cache keeps bitsets: a mask made into the caller's buffer, the
+    ids made from a kept bitset (et_bitset_ids), and masks past mask_cache made again, all
+    equal the C core's own answers (an automaton without cache). And et_bitset_ids against
+    Python on random bitsets (runs of zero bytes, lengths that are no multiple of 8)."""
+    from edgetok._ffi import bitset_ids
+
+    rng = random.Random(7)
+    for nb in (0, 1, 7, 8, 9, 31, 64, 1000):
+        for density in (0.0, 0.01, 0.5, 1.0):
+            bits = bytes(rng.randrange(256) if rng.random() < density else 0 for _ in range(nb))
+            want = [i for i in range(8 * nb) if bits[i // 8] >> (i % 8) & 1]
+            assert bitset_ids(bits, len(want)) == want, (nb, density)
+            if want:
+                with pytest.raises(edgetok.ModelError):
+                    bitset_ids(bits, len(want) - 1)
+    pattern = PATTERNS["json"]
+    core = enc.regex_automaton(pattern, canonical=True, mask_cache=0)._native
+    size = (enc.n_vocab + 7) // 8
+    for cache in (32 << 20, 2 * size):  # (the second keeps two masks: most are made again)
+        a = enc.regex_automaton(pattern, canonical=True, mask_cache=cache)
+        s, states = a.start, []
+        for t in enc.encode_ordinary('{"name": "Ann Lee", "age": 42}'):
+            states.append(s)
+            s = a.next(s, t)
+        buf = bytearray(size + 3)
+        for s in states + states[::-1]:
+            want = core.allowed_ids(s)
+            buf[:] = b"\xff" * len(buf)
+            assert a.allowed_into(s, buf) == len(want)
+            assert bitset_ids(bytes(buf[:size]), len(want)) == want, s
+            assert a.allowed_ids(s) == want and a.allowed(s) == bytes(buf[:size]), s
+        assert a._held <= max(cache, size)
+    with pytest.raises(ValueError):
+        a.allowed_into(a.start, bytearray(size - 1))
+
+
 @pytest.mark.parametrize("key", ["enum", "iso_date", "phone", "integer"])
 def test_canonical_no_dead_ends(enc, key):  # type: ignore[no-untyped-def]
     """The look-ahead: no random walk of the canonical automaton gets stuck where nothing is

@@ -3235,6 +3235,25 @@ int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, si
     return mask_state(a, &c, 0, ids, cap, bits, nbytes, n); /* (strict_empty) */
 }
 
+int et_bitset_ids(const uint8_t *bits, size_t nbytes, uint32_t *ids, size_t cap, size_t *n)
+{
+    if (!n || (!bits && nbytes) || (!ids && cap) || nbytes > ((size_t)1 << 29)) return ET_E_ARG;
+    size_t w = 0;
+    for (size_t q = 0; q < nbytes; q++) {
+        if (!bits[q]) {
+            uint64_t x; /* (a word of zeros skipped: the order of its bytes does not matter) */
+            while (q + 8u <= nbytes && (memcpy(&x, bits + q, 8u), !x)) q += 8u;
+            if (q >= nbytes || !bits[q]) continue;
+        }
+        for (unsigned b = bits[q]; b; b &= b - 1u) {
+            if (w < cap) ids[w] = (uint32_t)(q * 8u + et_ctz64(b));
+            w++;
+        }
+    }
+    *n = w;
+    return w > cap ? ET_E_FULL : ET_OK;
+}
+
 /* A mask's classes' decisions at first (cst: see mask_state): none, but MC_LOOK for the classes
  * whose look-ahead is kept for the key (lslot, or -1). */
 static void cst_init(const et_automaton *a, uint32_t row, int lslot, uint8_t *cst)

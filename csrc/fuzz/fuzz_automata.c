@@ -115,6 +115,14 @@ static size_t mask(const et_automaton *a, uint32_t V, int64_t s, uint32_t *ids, 
     CHECK(et_automaton_allowed(a, s, NULL, 0, alone, nb, &n3) == ET_OK);
     CHECK(et_automaton_allowed(a, s, ids, V, bits, nb, &n) == ET_OK);
     CHECK(n3 == n && !memcmp(alone, bits, nb));
+    /* the bitset's ids (et_bitset_ids: the binding's cache) are the mask's, and a short room
+     * says so */
+    uint32_t *const back = malloc(n ? n * sizeof *back : 1u);
+    CHECK(back != NULL);
+    CHECK(et_bitset_ids(bits, nb, back, n, &n3) == ET_OK && n3 == n &&
+          !memcmp(back, ids, n * sizeof *back));
+    CHECK(!n || (et_bitset_ids(bits, nb, back, n - 1u, &n3) == ET_E_FULL && n3 == n));
+    free(back);
     free(alone);
     CHECK(n <= V);
     for (size_t i = 0; i < n; i++) {

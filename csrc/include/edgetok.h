@@ -349,6 +349,10 @@ int et_automaton_accepting(const et_automaton *a, int64_t state);
 int et_automaton_allowed(const et_automaton *a, int64_t state, uint32_t *ids, size_t cap,
                          uint8_t *bits, size_t nbytes, size_t *n);
 
+/* The ids whose bits are set in bits[0..nbytes) (as et_automaton_allowed writes them),
+ * ascending, to ids[0..cap); *n = their number. ET_E_FULL when cap is short. No allocation. */
+int et_bitset_ids(const uint8_t *bits, size_t nbytes, uint32_t *ids, size_t cap, size_t *n);
+
 /* ---- compiling ----------------------------------------------------------------------- */
 
 /* Builds an .etok BPE model where rank == id (tiktoken files; imported merges are checked to
