@@ -1538,17 +1538,26 @@ def test_sanitized(tmp_path, enc):  # type: ignore[no-untyped-def]
     cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang")
     if cc is None:
         pytest.skip("no C compiler")
-    exe = tmp_path / "aut_check"
     sources = ["csrc/tools/aut_check.c", *reference.core_sources()]
-    subprocess.run([cc, "-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
-                    "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-                    "-fno-omit-frame-pointer", "-Icsrc/include", "-Icsrc",
-                    "-DAUT_CHECK_PAIRS",  # every pair answer checked against et_valid_pair
-                    "-DAUT_ANY_AFTER=0",  # look-aheads after any token from the first mask
-                    *[s for s in sources if (ROOT / s).exists()], "-o", str(exe)],
-                   cwd=ROOT, check=True)
+    exe, first = tmp_path / "aut_check", tmp_path / "aut_check_first"
+    for out, defs in ((exe, ["-DAUT_ANY_AFTER=0"]),  # look-aheads after any token from the start
+                      (first, [])):  # as built: a fresh automaton's first long masks ask none
+        subprocess.run([cc, "-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
+                        "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                        "-fno-omit-frame-pointer", "-Icsrc/include", "-Icsrc",
+                        "-DAUT_CHECK_PAIRS",  # every pair answer checked against et_valid_pair
+                        *defs, *[s for s in sources if (ROOT / s).exists()], "-o", str(out)],
+                       cwd=ROOT, check=True)
     env = {**os.environ, "ASAN_OPTIONS": "exitcode=99:detect_leaks=1",
            "UBSAN_OPTIONS": "halt_on_error=1:exitcode=98:print_stacktrace=1"}
+    for name in ("cl100k_base", "o200k_base"):  # (what production's first long masks do)
+        model = edgetok.get_encoding(name).model.source
+        for i, key in enumerate(("json", "email")):
+            dfa = tmp_path / f"first{i}.dfa"
+            dfa.write_bytes(compile_regex(PATTERNS[key]).to_bytes())
+            p = subprocess.run([str(first), model, str(dfa), "1", "60", str(i)],
+                               capture_output=True, env=env, timeout=300)
+            assert p.returncode == 0, (key, p.stderr.decode()[-3000:])
     for name in ("cl100k_base", "o200k_base", "llama3"):  # (llama3: pair tables, no backtracking)
         model = llama3_etok(tmp_path) if name == "llama3" else edgetok.get_encoding(name).model.source
         for i, pattern in enumerate(list(PATTERNS.values()) + list(EXTRA.values()) +
