@@ -41,7 +41,6 @@ import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from array import array
     from typing import Any
 
     from .encoding import Encoding
@@ -111,37 +110,26 @@ class TokenAutomaton:
         nb = (self.n_vocab + 7) // 8
         if len(out) < nb:
             raise ValueError(f"the buffer holds {len(out)} bytes; the bitset needs {nb}")
-        hit = self._masks.pop(state, None)
-        if hit is None:  # made into buf, then kept
-            n = self._native.allowed_into(state, buf)
-            self._keep(state, (bytes(out[:nb]), n))
-            return n
-        self._masks[state] = hit
-        out[:nb] = hit[0]
-        return hit[1]
+        bits, n = self._cached(state, buf)
+        out[:nb] = bits  # (a miss wrote it already: a copy of what is there)
+        return n
 
-    def _cached(self, state: int) -> "tuple[bytes, int]":
-        """A canonical state's bitset and count, from the cache (made and kept on a miss)."""
+    def _cached(self, state: int, buf: "Any" = None) -> "tuple[bytes, int]":
+        """A canonical state's bitset and count, from the cache; on a miss made by the C core
+        into buf (a new buffer where None) and kept."""
         hit = self._masks.pop(state, None)
         if hit is None:
-            buf = bytearray((self.n_vocab + 7) // 8)
-            n = self._native.allowed_into(state, buf)
-            hit = bytes(buf), n
-            self._keep(state, hit)
-            return hit
-        self._masks[state] = hit
+            nb = (self.n_vocab + 7) // 8
+            out = bytearray(nb) if buf is None else buf
+            n = self._native.allowed_into(state, out)
+            hit = bytes(memoryview(out).cast("B")[:nb]), n
+            self._held += nb
+            while self._masks and self._held > self._cache_bytes:
+                old = self._masks.pop(next(iter(self._masks), -1), None)
+                if old is not None:
+                    self._held -= len(old[0])
+        self._masks[state] = hit  # (the most recently used)
         return hit
-
-    def _keep(self, state: int, hit: "tuple[bytes, int]") -> None:
-        """hit becomes state's mask (state not in the cache), the most recently used; the least
-        recently used go while the cache holds more than mask_cache bytes (the newest stays
-        whatever its size)."""
-        self._held += len(hit[0])
-        while self._masks and self._held > self._cache_bytes:
-            old = self._masks.pop(next(iter(self._masks), -1), None)
-            if old is not None:
-                self._held -= len(old[0])
-        self._masks[state] = hit
 
     def allowed_numpy(self, state: int) -> "Any":
         """The allowed ids as a numpy bool array of n_vocab entries (needs numpy)."""

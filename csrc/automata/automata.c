@@ -3272,8 +3272,6 @@ static void cst_init(const et_automaton *a, uint32_t row, int lslot, uint8_t *cs
         for (uint64_t b = lkc[q]; b; b &= b - 1u) cst[q * 64u + (uint32_t)et_ctz64(b)] = MC_LOOK;
 }
 
-/* et_automaton_allowed's canonical mask of state c0, strict or counting every text (short
- * rows: every text cut between l2 and l, pctx_from). */
 /* The tokens that are no valid pair after l, by token id (et_pairset_by_token), for the masks
  * of verdict slot vslot (held by the mask): kept with the slot while they are for the same l, so
  * that a state asked again does not make them again (~75,000 instructions on cl100k, a fifth
@@ -3289,6 +3287,8 @@ static const uint64_t *vk_tinv(const et_automaton *a, int vslot, const struct et
     return t;
 }
 
+/* et_automaton_allowed's canonical mask of state c0, strict or counting every text (short
+ * rows: every text cut between l2 and l, pctx_from). */
 static int mask_state(const et_automaton *a, const struct cstate *c0, int strict, uint32_t *ids,
                       size_t cap, uint8_t *bits, size_t nbytes, size_t *n)
 {
